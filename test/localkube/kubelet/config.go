@@ -1,0 +1,47 @@
+// Package kubelet runs the pods bound to one Node of a localkube cluster as local
+// processes: each pod gets its own network namespace on the cluster bridge, its own
+// root (an overlay of an image directory on the host's root), its volumes at their
+// mount paths, and a faithful pod status. See docs/design/localkube.md.
+package kubelet
+
+// Config is what `localkube up` hands each kubelet process (as JSON, through
+// `localkube kubelet --config FILE`). One kubelet process serves one Node.
+type Config struct {
+	// NodeName is the Node object's name, e.g. "localkube-1".
+	NodeName string `json:"nodeName"`
+	// Dir is the cluster directory; this kubelet keeps all its state under
+	// Dir/nodes/NodeName and leaves nothing on the host outside Dir.
+	Dir string `json:"dir"`
+	// Kubeconfig is the path of the kubeconfig the kubelet talks to the API server with.
+	Kubeconfig string `json:"kubeconfig"`
+	// NodeIP is the Node's InternalIP: the bridge address at which the API server
+	// reaches this kubelet's HTTPS endpoint (logs, exec, attach, port-forward).
+	NodeIP string `json:"nodeIP"`
+	// Port is the kubelet's HTTPS port, published as daemonEndpoints.kubeletEndpoint.
+	Port int `json:"port"`
+	// Bridge is the host bridge that pods' veth pairs attach to. `localkube up`
+	// creates it (with Gateway as its address) and `localkube down` removes it.
+	Bridge string `json:"bridge"`
+	// Gateway is the bridge's address: the pods' default route.
+	Gateway string `json:"gateway"`
+	// PodCIDR is this Node's pod address range, e.g. "10.244.1.0/24".
+	PodCIDR string `json:"podCIDR"`
+	// ClusterDNS is the address of cluster DNS, written into pods' resolv.conf.
+	ClusterDNS string `json:"clusterDNS"`
+	// ClusterDomain is the cluster's DNS domain, "cluster.local".
+	ClusterDomain string `json:"clusterDomain"`
+	// APIServerHost and APIServerPort are what pods get as KUBERNETES_SERVICE_HOST
+	// and KUBERNETES_SERVICE_PORT.
+	APIServerHost string `json:"apiServerHost"`
+	APIServerPort int    `json:"apiServerPort"`
+	// ImageTable is the path of the image table that maps image references to
+	// local image directories; empty means the built-in table only.
+	ImageTable string `json:"imageTable"`
+	// TLSCert and TLSKey are the kubelet's serving certificate and key (PEM files)
+	// signed by the cluster CA, valid for NodeIP.
+	TLSCert string `json:"tlsCert"`
+	TLSKey  string `json:"tlsKey"`
+	// ClientCA is the cluster CA (PEM file) used to verify the API server's client
+	// certificate when it calls the kubelet.
+	ClientCA string `json:"clientCA"`
+}
