@@ -1,0 +1,202 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// Table names of the nftables tables localkube owns. kube-proxy keeps its own
+// tables ("kube-proxy" in the ip and ip6 families); Down removes those too.
+const (
+	filterTable = "localkube" // family inet: what pods may reach
+	bridgeTable = "localkube" // family bridge: partitions between pods on lk0
+)
+
+// run executes a host tool with a deadline and returns its combined output.
+func run(ctx context.Context, name string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// runInput is run with stdin.
+func runInput(ctx context.Context, input, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Stdin = strings.NewReader(input)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// linkExists reports whether a network interface with this name exists.
+func linkExists(name string) bool {
+	_, err := os.Stat("/sys/class/net/" + name)
+	return err == nil
+}
+
+// ensureBridge creates lk0 with the gateway address, or completes a half-made one
+// left by a crashed run.
+func ensureBridge(ctx context.Context) error {
+	if !linkExists(Bridge) {
+		if _, err := run(ctx, "ip", "link", "add", Bridge, "type", "bridge"); err != nil {
+			return err
+		}
+	}
+	// Pods get IPv4 only; without IPv6 on the bridge no link-local path leads from
+	// a pod to the host around the IPv4 rules below.
+	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+Bridge+"/disable_ipv6", []byte("1"), 0o644)
+	out, err := run(ctx, "ip", "-j", "addr", "show", "dev", Bridge)
+	if err != nil {
+		return err
+	}
+	var links []struct {
+		AddrInfo []struct {
+			Local     string `json:"local"`
+			PrefixLen int    `json:"prefixlen"`
+		} `json:"addr_info"`
+	}
+	if err := json.Unmarshal([]byte(out), &links); err != nil {
+		return fmt.Errorf("ip -j addr: %w", err)
+	}
+	has := false
+	for _, l := range links {
+		for _, a := range l.AddrInfo {
+			if a.Local == Gateway && a.PrefixLen == 16 {
+				has = true
+			}
+		}
+	}
+	if !has {
+		if _, err := run(ctx, "ip", "addr", "add", Gateway+"/16", "dev", Bridge); err != nil {
+			return err
+		}
+	}
+	_, err = run(ctx, "ip", "link", "set", Bridge, "up")
+	return err
+}
+
+// rules is the whole of localkube's own nftables state, applied atomically. The
+// "table ...; delete table ..." pair makes it idempotent: a re-run replaces the
+// tables instead of appending duplicate rules.
+func rules() string {
+	return fmt.Sprintf(`table inet %[1]s
+delete table inet %[1]s
+table inet %[1]s {
+	chain input {
+		type filter hook input priority filter; policy accept;
+		# Pods reach the host only at the bridge addresses (API server, CoreDNS, kubelets).
+		iifname "%[3]s" ip daddr != %[4]s drop
+		iifname "%[3]s" meta nfproto ipv6 drop
+		# The bridge addresses and the API server answer only on lo and the bridge.
+		iifname != { "lo", "%[3]s" } ip daddr %[4]s drop
+		iifname != { "lo", "%[3]s" } tcp dport %[5]d drop
+	}
+	# Filled by the test harness (Partition) and emptied by Heal.
+	chain partition {
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		jump partition
+		# Routed pod traffic stays inside the pod network; nothing leaves the machine.
+		ip saddr %[4]s ip daddr %[4]s accept
+		iifname "%[3]s" drop
+		oifname "%[3]s" drop
+	}
+}
+table bridge %[2]s
+delete table bridge %[2]s
+table bridge %[2]s {
+	chain partition {
+	}
+	chain forward {
+		type filter hook forward priority filter; policy accept;
+		jump partition
+	}
+}
+`, filterTable, bridgeTable, Bridge, PodNetwork, APIServerPort)
+}
+
+// ensureFirewall (re)applies localkube's nftables tables.
+func ensureFirewall(ctx context.Context) error {
+	return runInput(ctx, rules(), "nft", "-f", "-")
+}
+
+// removeNetwork deletes everything localkube put into the host's network stack:
+// its nftables tables (and kube-proxy's), every veth left on the bridge, and the
+// bridge. Missing pieces are not an error.
+func removeNetwork(ctx context.Context) error {
+	var errs []string
+	for _, t := range []string{"inet " + filterTable, "bridge " + bridgeTable, "ip kube-proxy", "ip6 kube-proxy"} {
+		if tableExists(ctx, t) {
+			if _, err := run(ctx, "nft", "delete", "table", t); err != nil {
+				errs = append(errs, err.Error())
+			}
+		}
+	}
+	if linkExists(Bridge) {
+		ports, _ := os.ReadDir("/sys/class/net/" + Bridge + "/brif")
+		for _, p := range ports {
+			if _, err := run(ctx, "ip", "link", "del", p.Name()); err != nil && linkExists(p.Name()) {
+				errs = append(errs, err.Error())
+			}
+		}
+		if _, err := run(ctx, "ip", "link", "del", Bridge); err != nil {
+			errs = append(errs, err.Error())
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("remove network: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// tableExists reports whether "family name" is a current nftables table.
+func tableExists(ctx context.Context, familyName string) bool {
+	out, err := run(ctx, "nft", "list", "tables")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if strings.TrimSpace(line) == "table "+familyName {
+			return true
+		}
+	}
+	return false
+}
+
+// Partition drops IPv4 traffic between two pod addresses in both directions: in the
+// bridge family for pods that talk across lk0 directly, and in the inet forward
+// chain for traffic routed through the host (Service cluster IPs, after DNAT and
+// before masquerading).
+func Partition(ctx context.Context, a, b string) error {
+	for _, ip := range []string{a, b} {
+		if net.ParseIP(ip).To4() == nil {
+			return fmt.Errorf("partition: %q is not an IPv4 address", ip)
+		}
+	}
+	var script strings.Builder
+	for _, t := range []string{"inet " + filterTable, "bridge " + bridgeTable} {
+		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop\n", t, a, b)
+		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop\n", t, b, a)
+	}
+	return runInput(ctx, script.String(), "nft", "-f", "-")
+}
+
+// Heal removes every partition.
+func Heal(ctx context.Context) error {
+	return runInput(ctx, fmt.Sprintf("flush chain inet %s partition\nflush chain bridge %s partition\n", filterTable, bridgeTable), "nft", "-f", "-")
+}
