@@ -1,0 +1,40 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// The API's identity, fixed by the architecture.
+const (
+	// GroupName is the API group of Mgors.
+	GroupName = "mgors.io"
+	// Version is the API version of these types.
+	Version = "v1alpha1"
+	// Kind is the kind of a Mgors object.
+	Kind = "Mgors"
+	// Resource is the plural resource name.
+	Resource = "mgorses"
+)
+
+var (
+	// SchemeGroupVersion is the group and version of these types.
+	SchemeGroupVersion = schema.GroupVersion{Group: GroupName, Version: Version}
+	// SchemeGroupVersionResource is the resource clients address.
+	SchemeGroupVersionResource = SchemeGroupVersion.WithResource(Resource)
+	// SchemeGroupVersionKind is the kind of a Mgors.
+	SchemeGroupVersionKind = SchemeGroupVersion.WithKind(Kind)
+
+	// SchemeBuilder collects the functions that add these types to a scheme.
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+	// AddToScheme adds Mgors and MgorsList to a scheme, as the original TPR
+	// operator registered its Mgors kind.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+func addKnownTypes(scheme *runtime.Scheme) error {
+	scheme.AddKnownTypes(SchemeGroupVersion, &Mgors{}, &MgorsList{})
+	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
+	return nil
+}

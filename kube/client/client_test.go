@@ -1,0 +1,99 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+	"github.com/mgors/operator/kube/client/fake"
+)
+
+func demo() *v1alpha1.Mgors {
+	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db"}}
+	m.Default()
+	return m
+}
+
+func TestClientAddressesTheAPI(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		m := demo()
+		m.APIVersion, m.Kind = "mgors.io/v1alpha1", "Mgors"
+		m.Status.Phase = v1alpha1.PhaseHealthy
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(m)
+	}))
+	defer srv.Close()
+	c, err := client.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := c.Mgorses("db").Get(ctx, "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.Phase != v1alpha1.PhaseHealthy || got.Spec.Members != 3 {
+		t.Fatalf("decoded %+v", got)
+	}
+	if _, err := c.Mgorses("db").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Mgorses("db").Patch(ctx, "demo", types.MergePatchType, []byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"GET /apis/mgors.io/v1alpha1/namespaces/db/mgorses/demo",
+		"PUT /apis/mgors.io/v1alpha1/namespaces/db/mgorses/demo/status",
+		"PATCH /apis/mgors.io/v1alpha1/namespaces/db/mgorses/demo",
+	}
+	if len(paths) != len(want) {
+		t.Fatalf("requests %v, want %v", paths, want)
+	}
+	for i := range want {
+		if paths[i] != want[i] {
+			t.Fatalf("request %d = %s, want %s", i, paths[i], want[i])
+		}
+	}
+}
+
+func TestFake(t *testing.T) {
+	c := fake.NewClientset(demo())
+	ctx := context.Background()
+	w, err := c.Mgorses("db").Watch(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Stop()
+	m, err := c.Mgorses("db").Get(ctx, "demo", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Status.Phase = v1alpha1.PhaseProvisioning
+	if _, err := c.Mgorses("db").UpdateStatus(ctx, m, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w.ResultChan():
+		if ev.Object.(*v1alpha1.Mgors).Status.Phase != v1alpha1.PhaseProvisioning {
+			t.Fatalf("watched %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no watch event")
+	}
+	l, err := c.Mgorses("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 {
+		t.Fatalf("list: %v %v", l, err)
+	}
+}

@@ -1,0 +1,60 @@
+// Package fake is an in-memory Mgors client for unit tests, on client-go's object
+// tracker: reactors can inject errors such as conflicts, as with client-go's fakes.
+package fake
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/testing"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+)
+
+// Clientset is a fake client.Interface holding objects in memory.
+type Clientset struct {
+	testing.Fake
+	tracker testing.ObjectTracker
+}
+
+var _ client.Interface = (*Clientset)(nil)
+
+// NewClientset returns a fake holding the given objects.
+func NewClientset(objects ...runtime.Object) *Clientset {
+	decoder := serializer.NewCodecFactory(client.Scheme).UniversalDecoder()
+	tracker := testing.NewObjectTracker(client.Scheme, decoder)
+	for _, o := range objects {
+		if err := tracker.Add(o); err != nil {
+			panic(err)
+		}
+	}
+	c := &Clientset{tracker: tracker}
+	c.AddReactor("*", "*", testing.ObjectReaction(tracker))
+	c.AddWatchReactor("*", func(action testing.Action) (bool, watch.Interface, error) {
+		gvr := action.GetResource()
+		ns := action.GetNamespace()
+		w, err := tracker.Watch(gvr, ns)
+		if err != nil {
+			return false, nil, err
+		}
+		return true, w, nil
+	})
+	return c
+}
+
+// Tracker is the object store behind the fake, for seeding and inspecting.
+func (c *Clientset) Tracker() testing.ObjectTracker { return c.tracker }
+
+// Mgorses addresses the Mgors objects of one namespace.
+func (c *Clientset) Mgorses(namespace string) client.MgorsInterface {
+	return gentype.NewFakeClientWithList[*v1alpha1.Mgors, *v1alpha1.MgorsList](
+		&c.Fake, namespace, v1alpha1.SchemeGroupVersionResource, v1alpha1.SchemeGroupVersionKind,
+		func() *v1alpha1.Mgors { return &v1alpha1.Mgors{} },
+		func() *v1alpha1.MgorsList { return &v1alpha1.MgorsList{} },
+		func(dst, src *v1alpha1.MgorsList) { dst.ListMeta = src.ListMeta },
+		func(l *v1alpha1.MgorsList) []*v1alpha1.Mgors { return gentype.ToPointerSlice(l.Items) },
+		func(l *v1alpha1.MgorsList, items []*v1alpha1.Mgors) { l.Items = gentype.FromPointerSlice(items) },
+	)
+}

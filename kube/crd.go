@@ -1,0 +1,87 @@
+// Package kube is everything that talks to the Kubernetes API for the operator:
+// the CRD installer, builders of desired objects, the status writer, Events and
+// leader election. Builders are pure functions; callers own the clients.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mgors/operator/deploy"
+)
+
+// callTimeout bounds every single API call the installer makes.
+const callTimeout = 10 * time.Second
+
+// CRD decodes the Mgors CustomResourceDefinition embedded in the binary.
+func CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(deploy.CRD, &crd); err != nil {
+		return nil, fmt.Errorf("decoding the embedded Mgors CRD: %w", err)
+	}
+	return &crd, nil
+}
+
+// InstallCRD creates the Mgors CRD, or updates it to the embedded one, and waits
+// until the API server reports it Established (or timeout passes), as the
+// original operator created its TPR and waited for it before watching.
+func InstallCRD(ctx context.Context, c apiextensionsclient.Interface, timeout time.Duration) error {
+	want, err := CRD()
+	if err != nil {
+		return err
+	}
+	crds := c.ApiextensionsV1().CustomResourceDefinitions()
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		have, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			_, err = crds.Create(callCtx, want, metav1.CreateOptions{})
+			return err
+		case err != nil:
+			return err
+		}
+		updated := have.DeepCopy()
+		updated.Spec = want.Spec
+		updated.Labels = want.Labels
+		updated.Annotations = want.Annotations
+		_, err = crds.Update(callCtx, updated, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("installing CRD %s: %w", want.Name, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+		defer cancel()
+		crd, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // transient: keep polling until the deadline
+		}
+		return Established(crd), nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for CRD %s to be Established: %w", want.Name, err)
+	}
+	return nil
+}
+
+// Established reports whether the API server serves the CRD.
+func Established(crd *apiextensionsv1.CustomResourceDefinition) bool {
+	for _, c := range crd.Status.Conditions {
+		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
