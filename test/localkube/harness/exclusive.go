@@ -1,0 +1,83 @@
+package harness
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Exclusive gives a test the machine's localkube network plan (the lk0 bridge, the
+// fixed ports) for itself, to start and stop clusters of its own: it waits until no
+// test binary uses the shared cluster, stops that cluster if it is idle, and keeps
+// other binaries from starting one until the test ends. It returns the localkube
+// binary to run. A test that calls it must not also use Shared. When LOCALKUBE_DIR
+// names a cluster someone else runs, the test is skipped: two clusters cannot share
+// one machine.
+func Exclusive(tb testing.TB) string {
+	tb.Helper()
+	if os.Getenv("LOCALKUBE_DIR") != "" {
+		tb.Skip("LOCALKUBE_DIR is set: this test needs the machine without a running cluster")
+	}
+	repo, err := repoRoot()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	root := filepath.Join(repo, ".cache", "localkube", "harness")
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	s := &shared{repo: repo, localkube: filepath.Join(root, "localkube")}
+	deadline := time.Now().Add(30 * time.Minute)
+	for {
+		lock, err := lockFile(filepath.Join(root, "lock"), syscall.LOCK_EX)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		free, dir := sharedIdle(root)
+		if free {
+			if dir != "" {
+				if err := s.buildLocalkube(); err != nil {
+					lock.Close()
+					tb.Fatal(err)
+				}
+				if err := s.localkubeCmd("down", "--dir", dir, "--purge"); err != nil {
+					lock.Close()
+					tb.Fatal(err)
+				}
+				_ = os.Remove(filepath.Join(root, "current"))
+			}
+			tb.Cleanup(func() { lock.Close() })
+			if err := s.buildLocalkube(); err != nil {
+				tb.Fatal(err)
+			}
+			return s.localkube
+		}
+		lock.Close()
+		if time.Now().After(deadline) {
+			tb.Fatal("the shared cluster stayed in use for 30 minutes")
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// sharedIdle reports whether no test binary uses the shared cluster, and its
+// directory if one exists. Called with the setup lock held.
+func sharedIdle(root string) (bool, string) {
+	b, err := os.ReadFile(filepath.Join(root, "current"))
+	if err != nil {
+		return true, ""
+	}
+	dir := strings.TrimSpace(string(b))
+	f, err := os.OpenFile(filepath.Join(dir, "run", "users.lock"), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return true, dir
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return false, dir
+	}
+	return true, dir
+}
