@@ -44,4 +44,22 @@ type Config struct {
 	// ClientCA is the cluster CA (PEM file) used to verify the API server's client
 	// certificate when it calls the kubelet.
 	ClientCA string `json:"clientCA"`
+
+	// BinDir holds the locally built binaries the built-in images carry
+	// (mongod-sim, mgors-operator); empty means the directory of the running
+	// executable. Env LOCALKUBE_BIN_DIR overrides an empty value.
+	BinDir string `json:"binDir,omitempty"`
+	// MongodBin is a real mongod used as the mongo images' /usr/bin/mongod instead of
+	// mongod-sim. Env MONGOD_BIN overrides an empty value.
+	MongodBin string `json:"mongodBin,omitempty"`
+	// MongoshDir is an npm prefix holding node_modules/mongosh, the mongo images'
+	// /usr/bin/mongosh. Env MONGOSH_DIR overrides an empty value.
+	MongoshDir string `json:"mongoshDir,omitempty"`
+	// CrashLoopBackOff is the first restart delay of a crashing container (a Go
+	// duration, default "10s"); it doubles per restart up to five minutes. Tests
+	// shorten it.
+	CrashLoopBackOff string `json:"crashLoopBackOff,omitempty"`
+	// BridgePrefixLen is the prefix length of the bridge network that pods of all
+	// nodes share (default 16: 10.244.0.0/16), so pods reach each other directly.
+	BridgePrefixLen int `json:"bridgePrefixLen,omitempty"`
 }

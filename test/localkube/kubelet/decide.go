@@ -1,0 +1,144 @@
+package kubelet
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// termination is one finished run of a container.
+type termination struct {
+	ExitCode   int32     `json:"exitCode"`
+	Signal     int32     `json:"signal,omitempty"`
+	Reason     string    `json:"reason"`
+	Message    string    `json:"message,omitempty"`
+	StartedAt  time.Time `json:"startedAt"`
+	FinishedAt time.Time `json:"finishedAt"`
+	ID         string    `json:"id"`
+}
+
+// observed is what the kubelet knows about one container: the input of the pure
+// decisions and of the status computation.
+type observed struct {
+	Running      bool         `json:"-"`
+	StartedAt    time.Time    `json:"startedAt"`
+	ID           string       `json:"id"`
+	RestartCount int32        `json:"restartCount"`
+	Current      *termination `json:"current,omitempty"` // the run that ended, while not running
+	Last         *termination `json:"last,omitempty"`    // the run before the current one
+	// Waiting says why a container that is not running has not been (re)started.
+	WaitReason  string `json:"-"`
+	WaitMessage string `json:"-"`
+	Ready       bool   `json:"-"` // readiness probe (true without one, while running)
+	Started     bool   `json:"-"` // startup probe (true without one, while running)
+}
+
+// plan is what the pod worker should do next.
+type plan struct {
+	Start []string  // containers to start now, in order
+	Wake  time.Time // when to look again at the latest (zero: only on events)
+}
+
+// crashBackoff is the delay before restart number n+1 of a container that has
+// restarted n times: base doubling, capped at five minutes as in a kubelet.
+func crashBackoff(base time.Duration, restarts int32) time.Duration {
+	const max = 5 * time.Minute
+	d := base
+	for i := int32(0); i < restarts && d < max; i++ {
+		d *= 2
+	}
+	if d > max {
+		d = max
+	}
+	return d
+}
+
+// wantsRestart says whether a container that ended with t is run again under policy.
+func wantsRestart(policy corev1.RestartPolicy, t *termination) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return t.ExitCode != 0
+	}
+	return true
+}
+
+// decide is the pod worker's decision: given the spec and what is observed, which
+// containers to start now and when to look again. Init containers run one at a
+// time in order, each to success, before any app container starts.
+func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base time.Duration) plan {
+	var p plan
+	wake := func(t time.Time) {
+		if p.Wake.IsZero() || t.Before(p.Wake) {
+			p.Wake = t
+		}
+	}
+	// startOrWait decides for one container that is not running.
+	startOrWait := func(name string, policy corev1.RestartPolicy) bool {
+		o := obs[name]
+		if o == nil || (o.Current == nil && !o.Running) {
+			p.Start = append(p.Start, name)
+			return true
+		}
+		if !wantsRestart(policy, o.Current) {
+			return false
+		}
+		at := o.Current.FinishedAt.Add(crashBackoff(base, o.RestartCount))
+		if !now.Before(at) {
+			p.Start = append(p.Start, name)
+			return true
+		}
+		wake(at)
+		return false
+	}
+	for _, c := range spec.InitContainers {
+		o := obs[c.Name]
+		if o != nil && o.Running {
+			return p
+		}
+		if o != nil && o.Current != nil && o.Current.ExitCode == 0 {
+			continue
+		}
+		// An init container that failed is retried unless the pod never restarts.
+		policy := spec.RestartPolicy
+		if policy == corev1.RestartPolicyAlways {
+			policy = corev1.RestartPolicyOnFailure
+		}
+		startOrWait(c.Name, policy)
+		return p
+	}
+	for _, c := range spec.Containers {
+		o := obs[c.Name]
+		if o != nil && o.Running {
+			continue
+		}
+		startOrWait(c.Name, spec.RestartPolicy)
+	}
+	return p
+}
+
+// initDone reports whether every init container has succeeded.
+func initDone(spec *corev1.PodSpec, obs map[string]*observed) bool {
+	for _, c := range spec.InitContainers {
+		o := obs[c.Name]
+		if o == nil || o.Running || o.Current == nil || o.Current.ExitCode != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// initFailed reports whether an init container failed for good (restartPolicy Never).
+func initFailed(spec *corev1.PodSpec, obs map[string]*observed) bool {
+	if spec.RestartPolicy != corev1.RestartPolicyNever {
+		return false
+	}
+	for _, c := range spec.InitContainers {
+		o := obs[c.Name]
+		if o != nil && !o.Running && o.Current != nil && o.Current.ExitCode != 0 {
+			return true
+		}
+	}
+	return false
+}

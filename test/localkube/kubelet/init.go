@@ -1,0 +1,266 @@
+package kubelet
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// initEnv names the environment variable that turns a re-executed kubelet binary into
+// a container's init helper: it holds the path of the container's spec.json.
+const initEnv = "LOCALKUBE_CONTAINER_INIT"
+
+// mountSpec is one bind mount into a container's root.
+type mountSpec struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"readOnly,omitempty"`
+}
+
+// initSpec is what the init helper sets up before it executes the container's
+// command. The helper starts in fresh mount, UTS and IPC namespaces and in the pod's
+// network namespace; everything else it does itself.
+type initSpec struct {
+	Root         string      `json:"root"`
+	Scratch      string      `json:"scratch"`
+	ImageDir     string      `json:"imageDir,omitempty"`
+	Hide         []string    `json:"hide,omitempty"`
+	Mounts       []mountSpec `json:"mounts"`
+	Hostname     string      `json:"hostname"`
+	ReadOnlyRoot bool        `json:"readOnlyRoot,omitempty"`
+	Argv         []string    `json:"argv"`
+	Env          []string    `json:"env"`
+	WorkingDir   string      `json:"workingDir"`
+	UID          uint32      `json:"uid"`
+	GID          uint32      `json:"gid"`
+	Groups       []uint32    `json:"groups,omitempty"`
+	Stdout       string      `json:"stdout"`
+	Stderr       string      `json:"stderr"`
+}
+
+func init() {
+	path := os.Getenv(initEnv)
+	if path == "" {
+		return
+	}
+	err := containerInit(path)
+	// Only a failure comes back: report it on the status pipe and exit like a shell
+	// that could not run a command.
+	status := os.NewFile(3, "status")
+	fmt.Fprint(status, err)
+	os.Exit(127)
+}
+
+func containerInit(specPath string) error {
+	b, err := os.ReadFile(specPath)
+	if err != nil {
+		return err
+	}
+	var s initSpec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return err
+	}
+	unix.CloseOnExec(3)
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("make mounts private: %w", err)
+	}
+	if err := unix.Mount("tmpfs", s.Scratch, "tmpfs", 0, "mode=0755"); err != nil {
+		return fmt.Errorf("scratch tmpfs: %w", err)
+	}
+	upper, work := filepath.Join(s.Scratch, "upper"), filepath.Join(s.Scratch, "work")
+	for _, d := range []string{upper, work} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	opts := fmt.Sprintf("lowerdir=/,upperdir=%s,workdir=%s", upper, work)
+	if err := unix.Mount("overlay", s.Root, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("overlay root: %w", err)
+	}
+	in := func(p string) string { return filepath.Join(s.Root, p) }
+	for _, h := range s.Hide {
+		if _, err := os.Stat(in(h)); err == nil {
+			if err := unix.Mount("tmpfs", in(h), "tmpfs", unix.MS_RDONLY, "size=4k,mode=0755"); err != nil {
+				return fmt.Errorf("hide %s: %w", h, err)
+			}
+		}
+	}
+	if s.ImageDir != "" {
+		if err := mountImage(s.ImageDir, s.Root); err != nil {
+			return fmt.Errorf("image: %w", err)
+		}
+	}
+	if err := unix.Mount("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("proc: %w", err)
+	}
+	for _, d := range []string{"/sys", "/dev"} {
+		if err := unix.Mount(d, in(d), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	if err := unix.Mount("shm", in("/dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m"); err != nil {
+		return fmt.Errorf("shm: %w", err)
+	}
+	if err := unix.Mount("tmpfs", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("tmp: %w", err)
+	}
+	for _, m := range s.Mounts {
+		if err := bindInto(s.Root, m); err != nil {
+			return err
+		}
+	}
+	if s.ReadOnlyRoot {
+		if err := unix.Mount("", s.Root, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("read-only root: %w", err)
+		}
+	}
+	for fd, p := range map[int]string{1: s.Stdout, 2: s.Stderr} {
+		// Read-write: the container then always holds a reader of its own output
+		// FIFO, so a kubelet restart never gives it SIGPIPE; output waits in the
+		// pipe until the new kubelet reads on.
+		f, err := unix.Open(p, unix.O_RDWR, 0)
+		if err != nil {
+			return fmt.Errorf("open %s: %w", p, err)
+		}
+		if err := unix.Dup3(f, fd, 0); err != nil {
+			return err
+		}
+		unix.Close(f)
+	}
+	if null, err := unix.Open("/dev/null", unix.O_RDONLY, 0); err == nil {
+		_ = unix.Dup3(null, 0, 0)
+		unix.Close(null)
+	}
+	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
+		return fmt.Errorf("hostname: %w", err)
+	}
+	if err := unix.Chroot(s.Root); err != nil {
+		return fmt.Errorf("chroot: %w", err)
+	}
+	wd := s.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	if err := os.MkdirAll(wd, 0o755); err != nil {
+		return fmt.Errorf("workingDir: %w", err)
+	}
+	if err := unix.Chdir(wd); err != nil {
+		return fmt.Errorf("workingDir: %w", err)
+	}
+	groups := make([]int, len(s.Groups))
+	for i, g := range s.Groups {
+		groups[i] = int(g)
+	}
+	if err := syscall.Setgroups(groups); err != nil {
+		return fmt.Errorf("setgroups: %w", err)
+	}
+	if err := syscall.Setgid(int(s.GID)); err != nil {
+		return fmt.Errorf("setgid: %w", err)
+	}
+	if err := syscall.Setuid(int(s.UID)); err != nil {
+		return fmt.Errorf("setuid: %w", err)
+	}
+	if len(s.Argv) == 0 {
+		return fmt.Errorf("no command specified")
+	}
+	bin, err := lookPath(s.Argv[0], s.Env)
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("exec %s: %w", s.Argv[0], unix.Exec(bin, s.Argv, s.Env))
+}
+
+// lookPath finds a command the way execvp does, with the container's PATH.
+func lookPath(name string, env []string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
+	path := defaultPath
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		p := filepath.Join(dir, name)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("exec: %q: executable file not found in $PATH", name)
+}
+
+// ensureTarget makes the mount point for a bind of src exist under root: a directory
+// for a directory, an empty file for a file, replacing a symlink (which would lead
+// the mount out of the container's root).
+func ensureTarget(target string, dir bool) error {
+	if st, err := os.Lstat(target); err == nil {
+		if st.Mode()&fs.ModeSymlink == 0 {
+			return nil
+		}
+		if err := os.Remove(target); err != nil {
+			return err
+		}
+	}
+	if dir {
+		return os.MkdirAll(target, 0o755)
+	}
+	if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(target, nil, 0o644)
+}
+
+func bindInto(root string, m mountSpec) error {
+	st, err := os.Stat(m.Source)
+	if err != nil {
+		return fmt.Errorf("mount %s: %w", m.Target, err)
+	}
+	target := filepath.Join(root, m.Target)
+	if err := ensureTarget(target, st.IsDir()); err != nil {
+		return fmt.Errorf("mount point %s: %w", m.Target, err)
+	}
+	if err := unix.Mount(m.Source, target, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("mount %s: %w", m.Target, err)
+	}
+	if m.ReadOnly {
+		if err := unix.Mount("", target, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("read-only %s: %w", m.Target, err)
+		}
+	}
+	return nil
+}
+
+// mountImage stacks an image directory over the root: where the image and the root
+// both have a directory it descends, anything else of the image (a file, a
+// directory the root lacks, a symlink's target) is bind-mounted read-only in place.
+func mountImage(imageDir, root string) error {
+	entries, err := os.ReadDir(imageDir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		src := filepath.Join(imageDir, e.Name())
+		dst := filepath.Join(root, e.Name())
+		sst, err := os.Stat(src)
+		if err != nil {
+			continue // a dangling link: the binary is not built
+		}
+		if dstInfo, err := os.Lstat(dst); err == nil && sst.IsDir() && dstInfo.IsDir() && e.Type()&fs.ModeSymlink == 0 {
+			if err := mountImage(src, filepath.Join(root, e.Name())); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := bindInto(root, mountSpec{Source: src, Target: strings.TrimPrefix(dst, root), ReadOnly: true}); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,296 @@
+package kubelet
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// prober runs a container's startup, readiness and liveness probes until stopped.
+type prober struct {
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	ready  bool
+	start  bool
+}
+
+func (p *prober) stop() { p.cancel() }
+
+func (p *prober) results() (ready, started bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.ready, p.start
+}
+
+// probeCounter applies successThreshold and failureThreshold to single results.
+type probeCounter struct {
+	success, failure int32
+	okRun, failRun   int32
+}
+
+// observe records one result and reports the probe's verdict and whether it changed.
+func (c *probeCounter) observe(ok bool, current bool) bool {
+	if ok {
+		c.okRun++
+		c.failRun = 0
+		if c.okRun >= c.success {
+			return true
+		}
+		return current
+	}
+	c.failRun++
+	c.okRun = 0
+	if c.failRun >= c.failure {
+		return false
+	}
+	return current
+}
+
+func thresholds(p *corev1.Probe) (success, failure int32) {
+	success, failure = p.SuccessThreshold, p.FailureThreshold
+	if success <= 0 {
+		success = 1
+	}
+	if failure <= 0 {
+		failure = 3
+	}
+	return
+}
+
+func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *prober {
+	ctx, cancel := context.WithCancel(context.Background())
+	pr := &prober{cancel: cancel, ready: c.ReadinessProbe == nil, start: c.StartupProbe == nil}
+	t := &probeTarget{pod: pod, c: c, pid: p.pid, ip: w.ip, dir: w.containerDir(c.Name)}
+	go func() {
+		started := c.StartupProbe == nil
+		if !started {
+			started = loopProbe(ctx, c.StartupProbe, t, true, func(ok bool) bool {
+				if ok {
+					pr.mu.Lock()
+					pr.start = true
+					pr.mu.Unlock()
+					w.wake()
+					return false // done
+				}
+				return true
+			}, func() {
+				w.log.Info().Str("container", c.Name).Msg("startup probe failed: restarting container")
+				go stopProcess(p, gracePeriod(pod))
+			})
+			if !started {
+				return
+			}
+		}
+		var wg sync.WaitGroup
+		if c.ReadinessProbe != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				loopProbe(ctx, c.ReadinessProbe, t, false, func(ok bool) bool {
+					pr.mu.Lock()
+					changed := pr.ready != ok
+					pr.ready = ok
+					pr.mu.Unlock()
+					if changed {
+						w.wake()
+					}
+					return true
+				}, nil)
+			}()
+		}
+		if c.LivenessProbe != nil {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				loopProbe(ctx, c.LivenessProbe, t, true, func(ok bool) bool { return true }, func() {
+					w.log.Info().Str("container", c.Name).Msg("liveness probe failed: restarting container")
+					go stopProcess(p, gracePeriod(pod))
+				})
+			}()
+		}
+		wg.Wait()
+	}()
+	go func() { <-p.done; cancel() }()
+	return pr
+}
+
+func gracePeriod(pod *corev1.Pod) time.Duration {
+	if pod.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// loopProbe runs a probe every period after the initial delay. onVerdict gets the
+// thresholded verdict and says whether to go on; onFail (for liveness and startup)
+// is called once when the verdict turns to failure. It reports whether the last
+// verdict was a success.
+func loopProbe(ctx context.Context, p *corev1.Probe, t *probeTarget, initial bool, onVerdict func(bool) bool, onFail func()) bool {
+	period := time.Duration(p.PeriodSeconds) * time.Second
+	if period <= 0 {
+		period = 10 * time.Second
+	}
+	timeout := time.Duration(p.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	s, f := thresholds(p)
+	counter := &probeCounter{success: s, failure: f}
+	verdict := initial
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(time.Duration(p.InitialDelaySeconds) * time.Second):
+	}
+	for {
+		ok := t.check(ctx, &p.ProbeHandler, timeout)
+		if ctx.Err() != nil {
+			return false
+		}
+		verdict = counter.observe(ok, verdict)
+		if !verdict && onFail != nil {
+			onFail()
+			return false
+		}
+		if !onVerdict(verdict) {
+			return verdict
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(period):
+		}
+	}
+}
+
+// probeTarget is where a probe looks: the container's process (for exec) and the
+// pod's address (for tcpSocket and httpGet, dialled from the node as a kubelet does).
+type probeTarget struct {
+	pod *corev1.Pod
+	c   *corev1.Container
+	pid int
+	ip  string
+	dir string
+}
+
+func (t *probeTarget) port(p intstr.IntOrString) (int, error) {
+	if p.Type == intstr.Int {
+		return p.IntValue(), nil
+	}
+	for _, cp := range t.c.Ports {
+		if cp.Name == p.StrVal {
+			return int(cp.ContainerPort), nil
+		}
+	}
+	if n, err := strconv.Atoi(p.StrVal); err == nil {
+		return n, nil
+	}
+	return 0, fmt.Errorf("port %q not found", p.StrVal)
+}
+
+func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout time.Duration) bool {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	switch {
+	case h.Exec != nil:
+		cmd, err := containerCommand(ctx, t.dir, t.pid, h.Exec.Command)
+		if err != nil {
+			return false
+		}
+		return cmd.Run() == nil
+	case h.TCPSocket != nil:
+		port, err := t.port(h.TCPSocket.Port)
+		if err != nil {
+			return false
+		}
+		host := h.TCPSocket.Host
+		if host == "" {
+			host = t.ip
+		}
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	case h.HTTPGet != nil:
+		g := h.HTTPGet
+		port, err := t.port(g.Port)
+		if err != nil {
+			return false
+		}
+		host := g.Host
+		if host == "" {
+			host = t.ip
+		}
+		scheme := "http"
+		if g.Scheme == corev1.URISchemeHTTPS {
+			scheme = "https"
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), g.Path), nil)
+		if err != nil {
+			return false
+		}
+		req.Header.Set("User-Agent", "kube-probe/1.37")
+		for _, hd := range g.HTTPHeaders {
+			req.Header.Set(hd.Name, hd.Value)
+		}
+		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // kubelets do not verify probe targets
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode >= 200 && resp.StatusCode < 400
+	case h.GRPC != nil:
+		return false
+	}
+	return false
+}
+
+// containerCommand prepares a command that runs inside a running container: in its
+// mount, UTS, IPC and network namespaces, its root, as its user, with its
+// environment and working directory (nsenter does the joining, which a
+// multi-threaded Go process cannot do for a mount namespace).
+func containerCommand(ctx context.Context, containerDir string, pid int, argv []string) (*exec.Cmd, error) {
+	b, err := os.ReadFile(filepath.Join(containerDir, "spec.json"))
+	if err != nil {
+		return nil, err
+	}
+	var s initSpec
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, err
+	}
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("no command")
+	}
+	wd := s.WorkingDir
+	if wd == "" {
+		wd = "/"
+	}
+	args := []string{"--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--root", "--wdns=" + wd}
+	if s.UID != 0 || s.GID != 0 {
+		args = append(args, "--setuid", strconv.Itoa(int(s.UID)), "--setgid", strconv.Itoa(int(s.GID)))
+	}
+	args = append(args, "--")
+	bin := argv[0]
+	args = append(args, bin)
+	args = append(args, argv[1:]...)
+	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd.Env = s.Env
+	cmd.WaitDelay = time.Second
+	return cmd, nil
+}
