@@ -1,0 +1,67 @@
+// Command mongod-sim is a stand-in for mongod: it takes mongod's command
+// line and serves the wire protocol as a replica-set member (see
+// docs/design/mongod-sim.md). Wiring only; the behaviour is in mongo/sim.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mgors/operator/mongo/sim"
+)
+
+// Exit codes are mongod's: EXIT_BADOPTIONS 2, DBPathInUse/NonExistentPath 100, listen failure 48.
+const (
+	exitBadOptions = 2
+	exitNetError   = 48
+	exitDBPath     = 100
+)
+
+func main() {
+	cfg, err := sim.ParseArgs(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err.Error())
+		os.Exit(exitBadOptions)
+	}
+	if cfg.ShowVersion {
+		fmt.Print(sim.VersionText())
+		return
+	}
+	if cfg.ShowHelp {
+		fmt.Println("Options: mongod-sim accepts mongod's options; see docs/design/mongod-sim.md")
+		return
+	}
+	log := zerolog.New(os.Stdout)
+	node, err := sim.NewNode(cfg, log)
+	if err != nil {
+		fail(log, err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := node.Run(ctx); err != nil {
+		fail(log, err)
+	}
+}
+
+func fail(log zerolog.Logger, err error) {
+	code := 1
+	var dbp *sim.DBPathError
+	var le *sim.ListenError
+	switch {
+	case errors.Is(err, sim.ErrBadOptions):
+		code = exitBadOptions
+	case errors.As(err, &dbp):
+		code = exitDBPath
+	case errors.As(err, &le):
+		code = exitNetError
+	}
+	log.Log().Str("s", "F").Str("c", "CONTROL").Int("id", 20557).Str("msg", "Fatal error; exiting").
+		Dict("attr", zerolog.Dict().Str("err", err.Error()).Int("exitCode", code)).Send()
+	os.Exit(code)
+}

@@ -1,0 +1,221 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/xdg-go/scram"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
+)
+
+// peerConn is an outgoing connection to another member, authenticated as
+// the internal __system user when the set runs with a keyFile.
+type peerConn struct {
+	nc net.Conn
+	br *bufio.Reader
+}
+
+// dialPeer connects from our own bound address (so faults injected by
+// address apply) and authenticates with the keyfile.
+func (n *Node) dialPeer(host string, timeout time.Duration) (*peerConn, error) {
+	d := net.Dialer{Timeout: timeout}
+	if n.localIP != nil {
+		d.LocalAddr = &net.TCPAddr{IP: n.localIP}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	nc, err := d.DialContext(ctx, "tcp", host)
+	if err != nil {
+		return nil, err
+	}
+	if n.tlsConf != nil && n.cfg.TLSMode == "requireTLS" {
+		// Members trust each other by keyfile here; certificate checks are not modelled.
+		nc = tls.Client(nc, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec
+	}
+	p := &peerConn{nc: nc, br: bufio.NewReader(nc)}
+	if n.keyFile != "" {
+		if err := p.auth(n.keyFile, time.Now().Add(timeout)); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return p, nil
+}
+
+func (p *peerConn) close() {
+	if p != nil && p.nc != nil {
+		p.nc.Close()
+	}
+}
+
+// run sends one command and returns the reply; ok:0 replies become errors.
+func (p *peerConn) run(cmd bson.D, deadline time.Time) (bson.Raw, error) {
+	b, err := bson.Marshal(cmd)
+	if err != nil {
+		return nil, err
+	}
+	_ = p.nc.SetDeadline(deadline)
+	if _, err := p.nc.Write(EncodeMsg(wiremessage.NextRequestID(), 0, 0, b)); err != nil {
+		return nil, err
+	}
+	msg, err := ReadMessage(p.br)
+	if err != nil {
+		return nil, err
+	}
+	_, _, _, op, rem, ok := wiremessage.ReadHeader(msg)
+	if !ok || op != wiremessage.OpMsg {
+		return nil, fmt.Errorf("unexpected reply opcode %v", op)
+	}
+	_, rem, ok = wiremessage.ReadMsgFlags(rem)
+	if !ok {
+		return nil, fmt.Errorf("short reply")
+	}
+	_, rem, ok = wiremessage.ReadMsgSectionType(rem)
+	if !ok {
+		return nil, fmt.Errorf("short reply")
+	}
+	doc, _, ok := wiremessage.ReadMsgSectionSingleDocument(rem)
+	if !ok {
+		return nil, fmt.Errorf("bad reply")
+	}
+	raw := bson.Raw(doc)
+	if err := raw.Validate(); err != nil {
+		return nil, err
+	}
+	if okv, _ := raw.Lookup("ok").AsFloat64OK(); okv != 1 {
+		code, _ := raw.Lookup("code").AsInt64OK()
+		msg, _ := raw.Lookup("errmsg").StringValueOK()
+		return raw, &CmdError{Code: int32(code), Msg: msg}
+	}
+	return raw, nil
+}
+
+// auth runs SCRAM-SHA-256 as __system@local with the keyfile as password.
+func (p *peerConn) auth(key string, deadline time.Time) error {
+	client, err := scram.SHA256.NewClient("__system", key, "")
+	if err != nil {
+		return err
+	}
+	conv := client.NewConversation()
+	first, err := conv.Step("")
+	if err != nil {
+		return err
+	}
+	r, err := p.run(bson.D{{Key: "saslStart", Value: int32(1)}, {Key: "mechanism", Value: "SCRAM-SHA-256"},
+		{Key: "payload", Value: bson.Binary{Data: []byte(first)}}, {Key: "options", Value: bson.D{{Key: "skipEmptyExchange", Value: true}}},
+		{Key: "$db", Value: "local"}}, deadline)
+	if err != nil {
+		return fmt.Errorf("keyfile authentication failed: %w", err)
+	}
+	cid := r.Lookup("conversationId")
+	_, payload, _ := r.Lookup("payload").BinaryOK()
+	final, err := conv.Step(string(payload))
+	if err != nil {
+		return err
+	}
+	r, err = p.run(bson.D{{Key: "saslContinue", Value: int32(1)}, {Key: "conversationId", Value: cid},
+		{Key: "payload", Value: bson.Binary{Data: []byte(final)}}, {Key: "$db", Value: "local"}}, deadline)
+	if err != nil {
+		return fmt.Errorf("keyfile authentication failed: %w", err)
+	}
+	_, payload, _ = r.Lookup("payload").BinaryOK()
+	if _, err := conv.Step(string(payload)); err != nil {
+		return err
+	}
+	return nil
+}
+
+// callPeer dials, runs one command and closes.
+func (n *Node) callPeer(host string, cmd bson.D, timeout time.Duration) (bson.Raw, error) {
+	p, err := n.dialPeer(host, timeout)
+	if err != nil {
+		return nil, err
+	}
+	defer p.close()
+	return p.run(cmd, time.Now().Add(timeout))
+}
+
+// isSelf decides whether host names this process: same port and an
+// address we are bound to, else mongod's _isSelf check by process id.
+func (n *Node) isSelf(host string) bool {
+	h, ps, err := net.SplitHostPort(host)
+	if err != nil {
+		return false
+	}
+	port, _ := strconv.Atoi(ps)
+	if port != n.cfg.Port {
+		return false
+	}
+	n.mu.Lock()
+	v, ok := n.isSelfMemo[host]
+	n.mu.Unlock()
+	if ok {
+		return v
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", h)
+	cancel()
+	if err == nil {
+		local := localAddrs()
+		for _, ip := range ips {
+			for _, b := range n.bindAddrs {
+				if b == nil || b.IsUnspecified() {
+					if local[ip.String()] {
+						n.memoSelf(host, true)
+						return true
+					}
+				} else if b.Equal(ip) {
+					n.memoSelf(host, true)
+					return true
+				}
+			}
+		}
+	}
+	r, err := n.callPeer(host, bson.D{{Key: "_isSelf", Value: int32(1)}, {Key: "$db", Value: "admin"}}, 2*time.Second)
+	if err != nil {
+		return false
+	}
+	id, _ := r.Lookup("id").ObjectIDOK()
+	self := id == n.processID
+	n.memoSelf(host, self)
+	return self
+}
+
+func (n *Node) memoSelf(host string, v bool) {
+	n.mu.Lock()
+	n.isSelfMemo[host] = v
+	n.mu.Unlock()
+}
+
+func localAddrs() map[string]bool {
+	out := map[string]bool{}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if ipn, ok := a.(*net.IPNet); ok {
+			out[ipn.IP.String()] = true
+		}
+	}
+	return out
+}
+
+// findSelf returns the index of this node in cfg, or -1; error if more
+// than one member maps to us.
+func (n *Node) findSelf(cfg *RSConfig) (int, error) {
+	found := -1
+	for i, m := range cfg.Members {
+		if n.isSelf(m.Host) {
+			if found >= 0 {
+				return -1, fmt.Errorf("The hosts %s and %s all map to this node in new configuration with {version: %d, term: %d} for replica set %s",
+					cfg.Members[found].Host, m.Host, cfg.Version, cfg.Term, cfg.ID)
+			}
+			found = i
+		}
+	}
+	return found, nil
+}

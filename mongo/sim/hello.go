@@ -1,0 +1,175 @@
+package sim
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// cmdHello answers hello / isMaster / ismaster (spec §2), waiting for a
+// topology change when the client sends topologyVersion and maxAwaitTimeMS.
+func (c *conn) cmdHello(req *Request) (bson.D, error) {
+	n := c.n
+	legacy := req.Name() != "hello"
+	body := req.Body
+	if v, err := body.LookupErr("client"); err == nil {
+		if c.sawHello {
+			return nil, cerr(186, "The client metadata document may only be sent in the first hello")
+		}
+		c.client, _ = v.DocumentOK()
+	}
+	c.sawHello = true
+	helloOk, _ := body.Lookup("helloOk").BooleanOK()
+	if helloOk {
+		c.helloOk = true
+	}
+	if b, _ := body.Lookup("internalClient").DocumentOK(); b != nil {
+		_ = b
+	}
+	tv, tvErr := body.LookupErr("topologyVersion")
+	mat, matErr := body.LookupErr("maxAwaitTimeMS")
+	if (tvErr == nil) != (matErr == nil) {
+		return nil, cerr(31368, "A request to wait for changes in the topology must include both 'maxAwaitTimeMS' and 'topologyVersion'")
+	}
+	if tvErr == nil {
+		tvd, _ := tv.DocumentOK()
+		pid, _ := tvd.Lookup("processId").ObjectIDOK()
+		counter, _ := tvd.Lookup("counter").AsInt64OK()
+		wait, _ := mat.AsInt64OK()
+		if wait < 0 {
+			return nil, cerr(31373, "maxAwaitTimeMS must be a non-negative integer")
+		}
+		if counter < 0 {
+			return nil, cerr(31372, "topologyVersion must have a non-negative counter")
+		}
+		n.mu.Lock()
+		mine, ch := n.topoCount, n.topoCh
+		n.mu.Unlock()
+		if pid == n.processID {
+			if counter > mine {
+				return nil, cerr(31382, "Received a topology version with the same process ID and a higher counter. Received: %d, current: %d", counter, mine)
+			}
+			if counter == mine {
+				t := time.NewTimer(time.Duration(wait) * time.Millisecond)
+				select {
+				case <-ch:
+				case <-t.C:
+				case <-n.quit:
+				}
+				t.Stop()
+			}
+		}
+	}
+	n.mu.Lock()
+	if n.inShutdown {
+		tv := n.topologyVersionLocked()
+		n.mu.Unlock()
+		return nil, &CmdError{Code: 91, Msg: "The server is in quiesce mode and will shut down",
+			Extra: bson.D{{Key: "remainingQuiesceTimeMillis", Value: int64(0)}, {Key: "topologyVersion", Value: tv}}}
+	}
+	var d bson.D
+	if helloOk {
+		d = append(d, bson.E{Key: "helloOk", Value: true})
+	}
+	d = append(d, n.helloReplFieldsLocked(!legacy)...)
+	n.mu.Unlock()
+	d = append(d, bson.D{
+		{Key: "maxBsonObjectSize", Value: int32(maxBSONSize)}, {Key: "maxMessageSizeBytes", Value: int32(maxMessageSize)},
+		{Key: "maxWriteBatchSize", Value: int32(maxWriteBatchSize)}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
+		{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}, {Key: "connectionId", Value: int32(c.id)},
+		{Key: "minWireVersion", Value: int32(0)}, {Key: "maxWireVersion", Value: int32(21)}, {Key: "readOnly", Value: false},
+	}...)
+	if s, ok := body.Lookup("saslSupportedMechs").StringValueOK(); ok {
+		if mechs := n.userMechanisms(s); mechs != nil {
+			d = append(d, bson.E{Key: "saslSupportedMechs", Value: mechs})
+		}
+	}
+	if sa, ok := body.Lookup("speculativeAuthenticate").DocumentOK(); ok {
+		if r := c.speculativeAuth(sa, req.DB()); r != nil {
+			d = append(d, bson.E{Key: "speculativeAuthenticate", Value: r})
+		}
+	}
+	return d, nil
+}
+
+// helloReplFieldsLocked builds the replication part of hello (spec §2.2).
+func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
+	primaryKey, delayKey := "isWritablePrimary", "secondaryDelaySecs"
+	if !modern {
+		primaryKey, delayKey = "ismaster", "slaveDelay"
+	}
+	if n.cfg.ReplSet == "" {
+		return bson.D{{Key: primaryKey, Value: true}, {Key: "topologyVersion", Value: n.topologyVersionLocked()}}
+	}
+	d := bson.D{{Key: "topologyVersion", Value: n.topologyVersionLocked()}}
+	if n.rs == nil || n.self < 0 {
+		return append(d, bson.E{Key: primaryKey, Value: false}, bson.E{Key: "secondary", Value: false},
+			bson.E{Key: "info", Value: "Does not have a valid replica set config"}, bson.E{Key: "isreplicaset", Value: true})
+	}
+	var hosts, passives, arbiters []string
+	for _, m := range n.rs.Members {
+		if m.Hidden || m.SecondaryDelaySecs > 0 {
+			continue
+		}
+		switch {
+		case m.ArbiterOnly:
+			arbiters = append(arbiters, m.Host)
+		case m.Priority > 0 && !m.NewlyAdded || m.NewlyAdded && m.Priority > 0:
+			hosts = append(hosts, m.Host)
+		default:
+			passives = append(passives, m.Host)
+		}
+	}
+	d = append(d, bson.E{Key: "hosts", Value: hosts})
+	if len(passives) > 0 {
+		d = append(d, bson.E{Key: "passives", Value: passives})
+	}
+	if len(arbiters) > 0 {
+		d = append(d, bson.E{Key: "arbiters", Value: arbiters})
+	}
+	me := n.rs.Members[n.self]
+	isPrimary := n.state == StatePrimary && n.writable && !n.stepping && !n.inShutdown
+	secondary := n.state == StateSecondary || n.state == StatePrimary && !n.writable && !n.stepping
+	d = append(d, bson.E{Key: "setName", Value: n.rs.ID}, bson.E{Key: "setVersion", Value: int32(n.rs.Version)},
+		bson.E{Key: primaryKey, Value: isPrimary}, bson.E{Key: "secondary", Value: secondary})
+	if n.primary >= 0 && n.primary < len(n.rs.Members) {
+		d = append(d, bson.E{Key: "primary", Value: n.rs.Members[n.primary].Host})
+	}
+	if me.ArbiterOnly {
+		d = append(d, bson.E{Key: "arbiterOnly", Value: true})
+	} else if me.Priority == 0 {
+		d = append(d, bson.E{Key: "passive", Value: true})
+	}
+	if me.Hidden {
+		d = append(d, bson.E{Key: "hidden", Value: true})
+	}
+	if !me.BuildIndexes {
+		d = append(d, bson.E{Key: "buildIndexes", Value: false})
+	}
+	if me.SecondaryDelaySecs > 0 {
+		d = append(d, bson.E{Key: delayKey, Value: me.SecondaryDelaySecs})
+	}
+	if len(me.Tags) > 0 {
+		d = append(d, bson.E{Key: "tags", Value: me.Tags})
+	}
+	d = append(d, bson.E{Key: "me", Value: me.Host})
+	if n.state == StatePrimary {
+		d = append(d, bson.E{Key: "electionId", Value: electionID(n.term)})
+	}
+	lw := bson.D{{Key: "opTime", Value: n.applied.Doc()}, {Key: "lastWriteDate", Value: n.applied.Date()}}
+	if !n.commit.IsZero() {
+		lw = append(lw, bson.E{Key: "majorityOpTime", Value: n.commit.Doc()}, bson.E{Key: "majorityWriteDate", Value: n.commit.Date()})
+	}
+	d = append(d, bson.E{Key: "lastWrite", Value: lw})
+	return d
+}
+
+// electionID is OID::fromTerm: 7fffffff followed by the term big-endian.
+func electionID(term int64) bson.ObjectID {
+	var id bson.ObjectID
+	id[0], id[1], id[2], id[3] = 0x7f, 0xff, 0xff, 0xff
+	for i := 0; i < 8; i++ {
+		id[11-i] = byte(term >> (8 * i))
+	}
+	return id
+}

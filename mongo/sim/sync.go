@@ -1,0 +1,366 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// opSpec is one write to log and apply.
+type opSpec struct {
+	op, ns string
+	o, o2  bson.Raw
+}
+
+func mustRaw(d any) bson.Raw {
+	b, err := bson.Marshal(d)
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+// nextTSLocked returns a timestamp after every one used so far.
+func (n *Node) nextTSLocked() bson.Timestamp {
+	now := uint32(time.Now().Unix())
+	if now > n.lastTS.T {
+		n.lastTS = bson.Timestamp{T: now, I: 1}
+	} else {
+		n.lastTS = bson.Timestamp{T: n.lastTS.T, I: n.lastTS.I + 1}
+	}
+	return n.lastTS
+}
+
+var errNotWritable = errors.New("not primary")
+
+// writeOplog logs and applies writes as primary (or, with internal set,
+// while becoming primary); it returns the optime of the last entry.
+func (n *Node) writeOplog(ops []opSpec, internal bool) (OpTime, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.writeOplogLocked(ops, internal)
+}
+
+func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
+	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.writable && !internal) {
+		return OpTime{}, errNotWritable
+	}
+	var entries []OplogEntry
+	now := time.Now()
+	for _, op := range ops {
+		ot := OpTime{TS: n.nextTSLocked(), T: n.term}
+		if n.cfg.ReplSet == "" {
+			ot.T = 0
+		}
+		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now))
+	}
+	if err := n.store.AppendOplog(entries); err != nil {
+		return OpTime{}, err
+	}
+	for _, e := range entries {
+		n.oplog = append(n.oplog, e)
+		n.data.Apply(e)
+		n.applied = e.OpTime()
+	}
+	if n.cfg.ReplSet == "" {
+		n.advanceCommitLocked(n.applied)
+	} else {
+		n.recomputeCommitLocked()
+	}
+	n.notifyProgressLocked()
+	return n.applied, nil
+}
+
+// waitFor blocks until cond holds (checked under the lock) or the deadline.
+func (n *Node) waitFor(deadline time.Time, cond func() bool) bool {
+	for {
+		n.mu.Lock()
+		ok := cond()
+		ch := n.oplogCh
+		n.mu.Unlock()
+		if ok {
+			return true
+		}
+		d := time.Until(deadline)
+		if d <= 0 {
+			return false
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-n.quit:
+			t.Stop()
+			return false
+		}
+		t.Stop()
+	}
+}
+
+// oplogIndexAfter finds the position after ot; found is false if ot is
+// not in our history (divergence).
+func (n *Node) oplogIndexAfterLocked(ot OpTime) (int, bool) {
+	if ot.IsZero() {
+		return 0, true
+	}
+	i := sort.Search(len(n.oplog), func(i int) bool {
+		e := n.oplog[i].TS
+		return e.T > ot.TS.T || e.T == ot.TS.T && e.I >= ot.TS.I
+	})
+	if i < len(n.oplog) && n.oplog[i].OpTime() == ot {
+		return i + 1, true
+	}
+	return 0, false
+}
+
+// cmdOplogFetch serves a syncing secondary: entries after its last
+// applied optime, waiting up to maxWaitMS; it also records the caller's
+// progress, which moves the commit point.
+func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
+	n := c.n
+	c.internal = true
+	b := req.Body
+	after := parseOpTime(b.Lookup("after"))
+	applied := parseOpTime(b.Lookup("applied"))
+	from, _ := b.Lookup("from").StringValueOK()
+	wait, _ := b.Lookup("maxWaitMS").AsInt64OK()
+	deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
+	n.mu.Lock()
+	if p := n.peers[from]; p != nil {
+		if p.applied.Less(applied) {
+			p.applied = applied
+		}
+		p.lastOK = time.Now()
+		n.recomputeCommitLocked()
+		n.notifyProgressLocked()
+	}
+	startCommit := n.commit
+	n.mu.Unlock()
+	for {
+		n.mu.Lock()
+		idx, found := n.oplogIndexAfterLocked(after)
+		if !found {
+			d := bson.D{{Key: "diverged", Value: true}, {Key: "term", Value: n.term}}
+			n.mu.Unlock()
+			return d, nil
+		}
+		if idx < len(n.oplog) || n.commit != startCommit || time.Now().After(deadline) {
+			arr := bson.A{}
+			size := 0
+			for i := idx; i < len(n.oplog) && len(arr) < 1000 && size < 8<<20; i++ {
+				arr = append(arr, n.oplog[i].Raw)
+				size += len(n.oplog[i].Raw)
+			}
+			d := bson.D{{Key: "entries", Value: arr}, {Key: "commit", Value: n.commit.Doc()}, {Key: "term", Value: n.term},
+				{Key: "isPrimary", Value: n.state == StatePrimary}, {Key: "more", Value: idx+len(arr) < len(n.oplog)}}
+			n.mu.Unlock()
+			return d, nil
+		}
+		ch := n.oplogCh
+		n.mu.Unlock()
+		t := time.NewTimer(time.Until(deadline))
+		select {
+		case <-ch:
+		case <-t.C:
+		case <-n.quit:
+		}
+		t.Stop()
+	}
+}
+
+// cmdOplogFind returns the newest of the given optimes that is in our oplog.
+func (c *conn) cmdOplogFind(req *Request) (bson.D, error) {
+	n := c.n
+	c.internal = true
+	arr, _ := req.Body.Lookup("optimes").ArrayOK()
+	vals, _ := arr.Values()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, v := range vals {
+		ot := parseOpTime(v)
+		if _, found := n.oplogIndexAfterLocked(ot); found && !ot.IsZero() {
+			return bson.D{{Key: "common", Value: ot.Doc()}}, nil
+		}
+	}
+	return bson.D{{Key: "common", Value: nil}}, nil
+}
+
+// fetchLoop is the secondary's oplog fetcher and applier; its sync source
+// is the primary.
+func (n *Node) fetchLoop() {
+	defer n.bg.Done()
+	var pc *peerConn
+	var pcHost string
+	defer func() { pc.close() }()
+	for {
+		select {
+		case <-n.quit:
+			return
+		default:
+		}
+		n.mu.Lock()
+		ok := n.rs != nil && n.self >= 0 && n.primary >= 0 && n.primary != n.self &&
+			(n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
+		var src, me string
+		var after OpTime
+		var wait time.Duration
+		if ok {
+			src = n.rs.Members[n.primary].Host
+			me = n.rs.Members[n.self].Host
+			after = n.applied
+			wait = min(max(n.hbInterval(), 100*time.Millisecond), 2*time.Second)
+		}
+		ch := n.topoCh
+		n.mu.Unlock()
+		if !ok {
+			select {
+			case <-ch:
+			case <-time.After(100 * time.Millisecond):
+			case <-n.quit:
+				return
+			}
+			continue
+		}
+		if pc == nil || pcHost != src {
+			pc.close()
+			var err error
+			pc, err = n.dialPeer(src, 5*time.Second)
+			if err != nil {
+				pc = nil
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			pcHost = src
+		}
+		r, err := pc.run(bson.D{{Key: "_simOplogFetch", Value: int32(1)}, {Key: "after", Value: after.Doc()},
+			{Key: "applied", Value: after.Doc()}, {Key: "from", Value: me}, {Key: "maxWaitMS", Value: wait.Milliseconds()},
+			{Key: "$db", Value: "admin"}}, time.Now().Add(wait+10*time.Second))
+		if err != nil {
+			pc.close()
+			pc = nil
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if div, _ := r.Lookup("diverged").BooleanOK(); div {
+			n.rollback(pc)
+			continue
+		}
+		if isP, _ := r.Lookup("isPrimary").BooleanOK(); !isP {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		n.applyBatch(r)
+	}
+}
+
+func (n *Node) applyBatch(r bson.Raw) {
+	arr, _ := r.Lookup("entries").ArrayOK()
+	vals, _ := arr.Values()
+	var entries []OplogEntry
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		e, err := DecodeOplogEntry(append(bson.Raw(nil), d...))
+		if err != nil {
+			return
+		}
+		entries = append(entries, e)
+	}
+	term, _ := r.Lookup("term").AsInt64OK()
+	commit := parseOpTime(r.Lookup("commit"))
+	more, _ := r.Lookup("more").BooleanOK()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != StateSecondary && n.state != StateStartup2 && n.state != StateRecovering {
+		return
+	}
+	if term > n.term {
+		n.updateTermLocked(term, "sync source has a higher term")
+	}
+	// Only entries after what we have, in order.
+	var fresh []OplogEntry
+	for _, e := range entries {
+		if n.applied.Less(e.OpTime()) {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(fresh) > 0 {
+		if err := n.store.AppendOplog(fresh); err != nil {
+			n.logS("E", "REPL", 21002, "cannot persist oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+			return
+		}
+		for _, e := range fresh {
+			n.oplog = append(n.oplog, e)
+			n.data.Apply(e)
+			n.applied = e.OpTime()
+			if n.lastTS.T < e.TS.T || n.lastTS.T == e.TS.T && n.lastTS.I < e.TS.I {
+				n.lastTS = e.TS
+			}
+		}
+	}
+	n.advanceCommitLocked(commit)
+	if (n.state == StateStartup2 || n.state == StateRecovering) && !more {
+		n.state = StateSecondary
+		n.bumpTopologyLocked()
+		n.logI("REPL", 21358, "Replica set state transition", func(e *zerolog.Event) { e.Str("newState", "SECONDARY") })
+	}
+	n.notifyProgressLocked()
+}
+
+// rollback discards our entries after the common point with the sync
+// source (they never reached a majority) and rebuilds the data.
+func (n *Node) rollback(pc *peerConn) {
+	n.mu.Lock()
+	n.state = StateRollback
+	n.bumpTopologyLocked()
+	arr := bson.A{}
+	for i := len(n.oplog) - 1; i >= 0 && len(arr) < 10000; i-- {
+		arr = append(arr, n.oplog[i].OpTime().Doc())
+	}
+	n.mu.Unlock()
+	n.closeClientConns()
+	n.logI("ROLLBACK", 21593, "Transition to ROLLBACK", nil)
+	r, err := pc.run(bson.D{{Key: "_simOplogFind", Value: int32(1)}, {Key: "optimes", Value: arr}, {Key: "$db", Value: "admin"}}, time.Now().Add(30*time.Second))
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if err != nil {
+		n.state = StateRecovering
+		n.bumpTopologyLocked()
+		return
+	}
+	common := parseOpTime(r.Lookup("common"))
+	keep := 0
+	if !common.IsZero() {
+		keep, _ = n.oplogIndexAfterLocked(common)
+	}
+	dropped := len(n.oplog) - keep
+	if err := n.store.TruncateOplogAfter(common.TS); err != nil || common.IsZero() {
+		if common.IsZero() {
+			_ = n.store.TruncateOplogAfter(bson.Timestamp{})
+		}
+	}
+	n.oplog = n.oplog[:keep]
+	n.data, n.committed, n.commitIdx = NewData(), NewData(), 0
+	for _, e := range n.oplog {
+		n.data.Apply(e)
+	}
+	n.applied = common
+	if common.Less(n.commit) {
+		n.commit = common
+	}
+	c := n.commit
+	n.commit = OpTime{}
+	n.advanceCommitLocked(c)
+	n.rbid++
+	n.state = StateRecovering
+	n.bumpTopologyLocked()
+	n.logI("ROLLBACK", 21612, "Rollback summary", func(e *zerolog.Event) {
+		e.Int("entriesRolledBack", dropped).Str("commonPoint", fmt.Sprintf("{ts: %d.%d, t: %d}", common.TS.T, common.TS.I, common.T))
+	})
+}
