@@ -93,7 +93,9 @@ func (n *Node) awaitWriteConcern(req *Request) bson.D {
 		if int(x) > dataBearing {
 			return bson.D{{Key: "code", Value: int32(100)}, {Key: "codeName", Value: codeName(100)}, {Key: "errmsg", Value: "Not enough data-bearing nodes"}}
 		}
-		cond = func() bool { return n.membersAppliedLocked(target, false) >= int(x) || n.term != term || n.state != StatePrimary }
+		cond = func() bool {
+			return n.membersAppliedLocked(target, false) >= int(x) || n.term != term || n.state != StatePrimary
+		}
 	}
 	deadline := time.Now().Add(365 * 24 * time.Hour)
 	if wtimeout > 0 {

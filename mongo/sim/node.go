@@ -196,11 +196,20 @@ func (n *Node) Run(ctx context.Context) error {
 			e.Strs("ignored", n.cfg.Ignored)
 		})
 	}
-	n.mu.Lock()
 	if n.rs != nil {
-		n.installConfigLocked(n.rs, false)
+		// Find ourselves in the stored config now that we listen (_isSelf needs it).
+		go func() {
+			self, err := n.findSelf(n.rs)
+			if err != nil {
+				self = -1
+			}
+			n.mu.Lock()
+			if n.self < 0 && n.state == StateStartup {
+				n.installConfigLocked(n.rs, false, self)
+			}
+			n.mu.Unlock()
+		}()
 	}
-	n.mu.Unlock()
 	n.bg.Add(1)
 	go n.tickLoop()
 	n.bg.Add(1)

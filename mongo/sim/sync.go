@@ -208,8 +208,12 @@ func (n *Node) fetchLoop() {
 		var src, me string
 		var after OpTime
 		var wait time.Duration
+		ok = ok || n.rs != nil && n.self >= 0 && (n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		if ok {
-			src = n.rs.Members[n.primary].Host
+			src = n.syncSourceLocked()
+			ok = src != ""
+		}
+		if ok {
 			me = n.rs.Members[n.self].Host
 			after = n.applied
 			wait = min(max(n.hbInterval(), 100*time.Millisecond), 2*time.Second)
@@ -247,10 +251,6 @@ func (n *Node) fetchLoop() {
 		}
 		if div, _ := r.Lookup("diverged").BooleanOK(); div {
 			n.rollback(pc)
-			continue
-		}
-		if isP, _ := r.Lookup("isPrimary").BooleanOK(); !isP {
-			time.Sleep(50 * time.Millisecond)
 			continue
 		}
 		n.applyBatch(r)
@@ -363,4 +363,26 @@ func (n *Node) rollback(pc *peerConn) {
 	n.logI("ROLLBACK", 21612, "Rollback summary", func(e *zerolog.Event) {
 		e.Int("entriesRolledBack", dropped).Str("commonPoint", fmt.Sprintf("{ts: %d.%d, t: %d}", common.TS.T, common.TS.I, common.T))
 	})
+}
+
+// syncSourceLocked picks the primary, or else the healthy member furthest
+// ahead of us (chaining, as mongod does during initial sync without a primary).
+func (n *Node) syncSourceLocked() string {
+	if n.primary >= 0 && n.primary != n.self && n.primary < len(n.rs.Members) {
+		if p := n.peers[n.rs.Members[n.primary].Host]; p != nil && p.health != 0 {
+			return p.host
+		}
+	}
+	best := ""
+	bestOT := n.applied
+	for _, m := range n.rs.Members {
+		p := n.peers[m.Host]
+		if p == nil || p.health != 1 || (p.state != StateSecondary && p.state != StatePrimary) || m.ArbiterOnly {
+			continue
+		}
+		if bestOT.Less(p.applied) {
+			best, bestOT = p.host, p.applied
+		}
+	}
+	return best
 }

@@ -1,0 +1,217 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+func initiated(t *testing.T, n int, settings bson.D, extra ...string) ([]*member, int) {
+	t.Helper()
+	var ms []*member
+	for range n {
+		ms = append(ms, newMember(t, extra...))
+	}
+	mustRun(t, ms[0].client(t), bson.D{{Key: "replSetInitiate", Value: rsConfig(ms, settings)}})
+	p := waitPrimary(t, ms, 30*time.Second)
+	// every member reaches PRIMARY or SECONDARY
+	for _, m := range ms {
+		waitFor(t, 20*time.Second, "member "+m.host+" up", func() bool { s := state(t, m); return s == 1 || s == 2 })
+	}
+	return ms, p
+}
+
+func countOn(t *testing.T, m *member, filter bson.D) int64 {
+	c := m.client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n, err := c.Database("test").Collection("c", options.Collection().SetReadPreference(readpref.PrimaryPreferred())).CountDocuments(ctx, filter)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func TestFailoverKeepsMajorityWritesAndRollsBackTheRest(t *testing.T) {
+	settings := bson.D{{Key: "electionTimeoutMillis", Value: 2000}, {Key: "heartbeatIntervalMillis", Value: 200}}
+	ms, p := initiated(t, 3, settings)
+	client := connect(t, rsURI(ms, ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	maj := client.Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	for i := range 20 {
+		if _, err := maj.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "kind", Value: "majority"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Cut the primary off from both secondaries, then write w:1 to it: acknowledged, never majority.
+	var secs []*member
+	for i, m := range ms {
+		if i != p {
+			secs = append(secs, m)
+		}
+	}
+	old := ms[p]
+	for _, s := range secs {
+		s.kill()
+	}
+	direct := old.client(t)
+	w1 := direct.Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.W1()))
+	if _, err := w1.InsertOne(ctx, bson.D{{Key: "_id", Value: "lost"}, {Key: "kind", Value: "w1"}}); err != nil {
+		t.Fatalf("w:1 write on the isolated primary: %v", err)
+	}
+	old.kill()
+	for _, s := range secs {
+		s.start()
+	}
+	np := waitPrimary(t, secs, 30*time.Second)
+	newPrimary := secs[np]
+	if n := countOn(t, newPrimary, bson.D{{Key: "kind", Value: "majority"}}); n != 20 {
+		t.Fatalf("new primary has %d of 20 majority writes", n)
+	}
+	nc := newPrimary.client(t)
+	if _, err := nc.Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.Majority())).
+		InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	// The old primary comes back on its dbpath: it rolls back "lost" and follows.
+	old.start()
+	waitFor(t, 30*time.Second, "old primary back as SECONDARY with the new history", func() bool {
+		return state(t, old) == 2 && countOn(t, old, bson.D{{Key: "_id", Value: "after"}}) == 1
+	})
+	if n := countOn(t, old, bson.D{{Key: "_id", Value: "lost"}}); n != 0 {
+		t.Fatalf("the w:1 write that never reached a majority was not rolled back (%d)", n)
+	}
+	if n := countOn(t, old, bson.D{{Key: "kind", Value: "majority"}}); n != 20 {
+		t.Fatalf("old primary lost majority writes: %d", n)
+	}
+}
+
+func TestSigkillPrimaryElectsNewOneAndKeepsMajorityWrites(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	client := connect(t, rsURI(ms, ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	maj := client.Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	for i := range 50 {
+		if _, err := maj.InsertOne(ctx, bson.D{{Key: "_id", Value: i}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ms[p].kill()
+	rest := append(append([]*member{}, ms[:p]...), ms[p+1:]...)
+	np := waitPrimary(t, rest, 30*time.Second)
+	rc := rest[np].client(t)
+	coll := rc.Database("test").Collection("c", options.Collection().SetReadConcern(readconcern.Majority()))
+	waitFor(t, 10*time.Second, "majority read of all writes", func() bool {
+		n, err := coll.CountDocuments(ctx, bson.D{})
+		return err == nil && n == 50
+	})
+	// The driver's replica-set client fails over too.
+	if _, err := maj.InsertOne(ctx, bson.D{{Key: "_id", Value: "post-failover"}}); err != nil {
+		t.Fatal(err)
+	}
+	// Range query, sort, limit, projection on the new primary.
+	cur, err := rc.Database("test").Collection("c").Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$gte", Value: 10}, {Key: "$lt", Value: 20}}}},
+		options.Find().SetSort(bson.D{{Key: "_id", Value: -1}}).SetLimit(3).SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 3 || fmt.Sprint(docs[0]["_id"]) != "19" || fmt.Sprint(docs[2]["_id"]) != "17" {
+		t.Fatalf("range/sort/limit: %v", docs)
+	}
+}
+
+func TestReconfigAddRemoveAndForce(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	pc := ms[p].client(t)
+	getCfg := func(c *mongo.Client) bson.Raw {
+		return mustRun(t, c, bson.D{{Key: "replSetGetConfig", Value: 1}}).Lookup("config").Document()
+	}
+	cfg := getCfg(pc)
+	v1, _ := cfg.Lookup("version").AsInt64OK()
+	// rs.add
+	d := newMember(t)
+	members := bson.A{}
+	vals, _ := cfg.Lookup("members").Array().Values()
+	for _, v := range vals {
+		members = append(members, v.Document())
+	}
+	withD := append(append(bson.A{}, members...), bson.D{{Key: "_id", Value: 3}, {Key: "host", Value: d.host}})
+	mustRun(t, pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, withD, v1+1)}})
+	waitFor(t, 20*time.Second, "added member SECONDARY", func() bool { return state(t, d) == 2 })
+	waitFor(t, 20*time.Second, "newlyAdded follow-up reconfig (version+2)", func() bool {
+		v, _ := getCfg(pc).Lookup("version").AsInt64OK()
+		return v == v1+2
+	})
+	// two voting changes at once are refused
+	e1, e2 := newMember(t), newMember(t)
+	two := append(append(bson.A{}, withD...), bson.D{{Key: "_id", Value: 4}, {Key: "host", Value: e1.host}}, bson.D{{Key: "_id", Value: 5}, {Key: "host", Value: e2.host}})
+	if _, err := run(pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, two, v1+3)}}); !hasCode(err, 103) {
+		t.Fatalf("two voting changes: want 103, got %v", err)
+	}
+	// rs.remove
+	mustRun(t, pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, members, v1+3)}})
+	waitFor(t, 20*time.Second, "removed member REMOVED", func() bool {
+		h := helloOf(d)
+		b, _ := h.Lookup("isreplicaset").BooleanOK()
+		return b
+	})
+	if _, err := run(d.client(t), bson.D{{Key: "replSetGetStatus", Value: 1}}); !hasCode(err, 93) {
+		t.Fatalf("status on removed member: want 93, got %v", err)
+	}
+	// Force reconfig on a minority: kill two members, keep one, force it alone.
+	var keep *member
+	for i, m := range ms {
+		if i != p && keep == nil {
+			keep = m
+			continue
+		}
+		m.kill()
+	}
+	kc := keep.client(t)
+	kcfg := getCfg(kc)
+	var self bson.Raw
+	kv, _ := kcfg.Lookup("members").Array().Values()
+	for _, v := range kv {
+		if h, _ := v.Document().Lookup("host").StringValueOK(); h == keep.host {
+			self = v.Document()
+		}
+	}
+	if _, err := run(kc, bson.D{{Key: "replSetReconfig", Value: configWith(kcfg, bson.A{self}, 1)}}); !hasCode(err, 10107) {
+		t.Fatalf("non-force reconfig on secondary: want 10107, got %v", err)
+	}
+	mustRun(t, kc, bson.D{{Key: "replSetReconfig", Value: configWith(kcfg, bson.A{self}, 1)}, {Key: "force", Value: true}})
+	waitFor(t, 20*time.Second, "forced single member becomes primary", func() bool { return state(t, keep) == 1 })
+	nv, _ := getCfg(kc).Lookup("version").AsInt64OK()
+	if nv < v1+10000 {
+		t.Fatalf("force reconfig version %d did not jump by 10000 from %d", nv, v1)
+	}
+}
+
+// configWith copies cfg with other members and version.
+func configWith(cfg bson.Raw, members bson.A, version int64) bson.D {
+	var d bson.D
+	_ = bson.Unmarshal(cfg, &d)
+	for i := range d {
+		switch d[i].Key {
+		case "members":
+			d[i].Value = members
+		case "version":
+			d[i].Value = version
+		}
+	}
+	return d
+}
