@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -277,9 +278,8 @@ func (n *Node) processHeartbeatResponse(host string, resp bson.Raw, err error, r
 	now := time.Now()
 	p.lastHB = now
 	if err != nil {
-		if ce, ok := err.(*CmdError); ok && ce.Code == 18 {
-			p.authFailed = true
-		}
+		var ce *CmdError
+		p.authFailed = errors.As(err, &ce) && ce.Code == 18
 		p.health, p.state, p.msg = 0, StateDown, err.Error()
 		if p.authFailed {
 			p.state = StateUnknown
