@@ -64,7 +64,7 @@ func main() {
 func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   localkube build [--bin DIR] [--force]
-  localkube up --dir DIR [--nodes N] [--bin DIR] [--kube-proxy=false] [--image-table FILE]
+  localkube up --dir DIR [--nodes N] [--bin DIR] [--kube-proxy=false] [--image-table FILE] [--workload-bin DIR]
   localkube down --dir DIR [--purge]
   localkube status --dir DIR
   localkube kubelet --config FILE
@@ -108,15 +108,20 @@ func upCmd(ctx context.Context, args []string, log zerolog.Logger) error {
 	binDir := fs.String("bin", "", "control-plane binaries (default <repo>/.cache/localkube/bin, built if needed)")
 	proxy := fs.Bool("kube-proxy", true, "run kube-proxy (nftables mode) for Service cluster IPs")
 	images := fs.String("image-table", "", "image table handed to the kubelets")
+	workloads := fs.String("workload-bin", "", "programs the built-in images carry (default <repo>/bin)")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	opts := cluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir, KubeProxy: *proxy, ImageTable: *images}
+	opts := cluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir, KubeProxy: *proxy, ImageTable: *images, WorkloadBin: *workloads}
 	if source, defBin, err := repoDefaults(); err == nil {
 		opts.Source = source
 		if opts.BinDir == "" {
 			opts.BinDir = defBin
+		}
+		if opts.WorkloadBin == "" {
+			// `make build` puts mongod-sim and mgors-operator into <repo>/bin.
+			opts.WorkloadBin = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(source))), "bin")
 		}
 	} else if opts.BinDir == "" && !fileExists(filepath.Join(*dir, "cluster.json")) {
 		return fmt.Errorf("outside a checkout pass --bin: %w", err)

@@ -96,16 +96,21 @@ func bootstrap(ctx context.Context, l layout, opts Options) error {
 	}
 
 	labels := map[string]string{"k8s-app": "kube-dns", "kubernetes.io/name": "CoreDNS"}
-	_, err = cs.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Labels: labels},
-		Spec: corev1.ServiceSpec{
-			ClusterIP: DNSServiceIP,
-			Ports: []corev1.ServicePort{
-				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(DNSPort)},
-				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(DNSPort)},
+	// Get first: creating a Service that exists fails on its taken cluster IP
+	// before the name clash is noticed.
+	_, err = cs.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = cs.CoreV1().Services("kube-system").Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Labels: labels},
+			Spec: corev1.ServiceSpec{
+				ClusterIP: DNSServiceIP,
+				Ports: []corev1.ServicePort{
+					{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(DNSPort)},
+					{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(DNSPort)},
+				},
 			},
-		},
-	}, opt)
+		}, opt)
+	}
 	if err := create("service kube-dns", err); err != nil {
 		return err
 	}

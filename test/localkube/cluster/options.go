@@ -72,6 +72,9 @@ type Options struct {
 	KubeProxy bool
 	// ImageTable is handed to the kubelets (kubelet.Config.ImageTable).
 	ImageTable string
+	// WorkloadBin holds the locally built programs the built-in images carry
+	// (mongod-sim, mgors-operator): kubelet.Config.BinDir.
+	WorkloadBin string
 }
 
 // NodeName is the name of Node n (1-based).

@@ -16,16 +16,19 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
 // state is cluster.json: what the first `up` chose, so that a later `up` or `down`
 // on the same DIR acts on the same cluster without repeating its flags.
 type state struct {
-	Nodes      int    `json:"nodes"`
-	BinDir     string `json:"binDir"`
-	Localkube  string `json:"localkube"`
-	KubeProxy  bool   `json:"kubeProxy"`
-	ImageTable string `json:"imageTable,omitempty"`
+	Nodes       int    `json:"nodes"`
+	BinDir      string `json:"binDir"`
+	Localkube   string `json:"localkube"`
+	KubeProxy   bool   `json:"kubeProxy"`
+	ImageTable  string `json:"imageTable,omitempty"`
+	WorkloadBin string `json:"workloadBin,omitempty"`
 }
 
 // controlPlane lists the components that RestartControlPlane stops and starts, in
@@ -67,7 +70,7 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 		return err
 	}
 	if err := writeJSON(l.state(), state{Nodes: opts.Nodes, BinDir: opts.BinDir, Localkube: opts.Localkube,
-		KubeProxy: opts.KubeProxy, ImageTable: opts.ImageTable}); err != nil {
+		KubeProxy: opts.KubeProxy, ImageTable: opts.ImageTable, WorkloadBin: opts.WorkloadBin}); err != nil {
 		return err
 	}
 	if err := writeCredentials(l, opts); err != nil {
@@ -135,14 +138,6 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 		}},
 		{provisionerComponent(l, opts), nil},
 	}
-	if opts.KubeProxy {
-		rest = append(rest, struct {
-			c     component
-			ready func(context.Context) error
-		}{proxyComponent(l, opts), func(ctx context.Context) error {
-			return httpOK(ctx, nil, fmt.Sprintf("http://127.0.0.1:%d/livez", proxyHealth))
-		}})
-	}
 	for i := 1; i <= opts.Nodes; i++ {
 		c, err := kubeletComponent(l, opts, i)
 		if err != nil {
@@ -152,6 +147,15 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 			c     component
 			ready func(context.Context) error
 		}{c, nil})
+	}
+	// kube-proxy comes last: it waits (up to 30 s) for the Node named after it.
+	if opts.KubeProxy {
+		rest = append(rest, struct {
+			c     component
+			ready func(context.Context) error
+		}{proxyComponent(l, opts), func(ctx context.Context) error {
+			return httpOK(ctx, nil, fmt.Sprintf("http://127.0.0.1:%d/livez", proxyHealth))
+		}})
 	}
 	for _, s := range rest {
 		if err := ensureRunning(ctx, l, s.c, s.ready, log); err != nil {
@@ -188,6 +192,9 @@ func resolve(l layout, opts Options) (Options, error) {
 		}
 		if opts.ImageTable == "" {
 			opts.ImageTable = st.ImageTable
+		}
+		if opts.WorkloadBin == "" {
+			opts.WorkloadBin = st.WorkloadBin
 		}
 		opts.KubeProxy = opts.KubeProxy || st.KubeProxy
 	}
@@ -379,38 +386,14 @@ func writeJSON(path string, v any) error {
 	return os.Rename(tmp, path)
 }
 
-// KubeletConfig is the JSON handed to each kubelet process: the same fields and
-// names as kubelet.Config (test/localkube/kubelet/config.go), the contract between
-// `localkube up` and its kubelets. It is spelled out here so that this package does
-// not build the kubelet; `localkube kubelet` decodes it into kubelet.Config
-// rejecting unknown fields, and a test there checks that both agree.
-type KubeletConfig struct {
-	NodeName      string `json:"nodeName"`
-	Dir           string `json:"dir"`
-	Kubeconfig    string `json:"kubeconfig"`
-	NodeIP        string `json:"nodeIP"`
-	Port          int    `json:"port"`
-	Bridge        string `json:"bridge"`
-	Gateway       string `json:"gateway"`
-	PodCIDR       string `json:"podCIDR"`
-	ClusterDNS    string `json:"clusterDNS"`
-	ClusterDomain string `json:"clusterDomain"`
-	APIServerHost string `json:"apiServerHost"`
-	APIServerPort int    `json:"apiServerPort"`
-	ImageTable    string `json:"imageTable"`
-	TLSCert       string `json:"tlsCert"`
-	TLSKey        string `json:"tlsKey"`
-	ClientCA      string `json:"clientCA"`
-}
-
 // kubeletConfig is the contract handed to Node n's kubelet.
-func kubeletConfig(l layout, opts Options, n int) KubeletConfig {
+func kubeletConfig(l layout, opts Options, n int) kubelet.Config {
 	name := NodeName(n)
 	apiHost, apiPort, dns := Gateway, APIServerPort, Gateway
 	if opts.KubeProxy {
 		apiHost, apiPort, dns = KubernetesServiceIP, 443, DNSServiceIP
 	}
-	return KubeletConfig{
+	return kubelet.Config{
 		NodeName:      name,
 		Dir:           l.dir,
 		Kubeconfig:    l.kubeconfigFor("node-" + name),
@@ -427,6 +410,7 @@ func kubeletConfig(l layout, opts Options, n int) KubeletConfig {
 		TLSCert:       l.pki("kubelet-" + name + ".crt"),
 		TLSKey:        l.pki("kubelet-" + name + ".key"),
 		ClientCA:      l.pki("ca.crt"),
+		BinDir:        opts.WorkloadBin,
 	}
 }
 
