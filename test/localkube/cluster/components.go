@@ -95,6 +95,7 @@ func proxyComponent(l layout, opts Options) component {
 		"--proxy-mode=nftables",
 		"--cluster-cidr=" + PodNetwork,
 		"--hostname-override=" + NodeName(1),
+		"--bind-address=" + Gateway, // the node IP; unset, it assumes loopback and stops syncing once the Node shows 10.244.0.1
 		"--masquerade-all=true",
 		"--nodeport-addresses=" + Gateway + "/32",
 		"--healthz-bind-address=127.0.0.1:" + itoa(proxyHealth),
