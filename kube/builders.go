@@ -331,6 +331,8 @@ func podSpec(m *v1alpha1.Mgors, component string, res corev1.ResourceRequirement
 			Resources:       *res.DeepCopy(), // no more than mongod asks: the pod's request stays mongod's
 			VolumeMounts:    initMounts,
 			SecurityContext: secure.DeepCopy(),
+			// The last lines of output say why a copy failed (Diagnose reports them).
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		}},
 		Containers: []corev1.Container{{
 			Name:    MongodContainer,
@@ -347,6 +349,9 @@ func podSpec(m *v1alpha1.Mgors, component string, res corev1.ResourceRequirement
 			LivenessProbe:   probe(10, livenessFailures),
 			ReadinessProbe:  probe(10, readinessFailures),
 			SecurityContext: secure,
+			// mongod's last log lines say why it exited (a keyfile it refuses, a
+			// bad option); Diagnose reports them for a CrashLoopBackOff.
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		}},
 		Volumes:                       volumes,
 		TerminationGracePeriodSeconds: ptr.To[int64](terminationGrace),

@@ -1,0 +1,201 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// Reasons of the Problems Diagnose finds. They are CamelCase so that the actor
+// can use them as a Stalled condition's reason as they are.
+const (
+	ReasonPodsUnschedulable     = "PodsUnschedulable"
+	ReasonStorageClassNotFound  = "StorageClassNotFound"
+	ReasonNoDefaultStorageClass = "NoDefaultStorageClass"
+	ReasonCrashLoopBackOff      = "CrashLoopBackOff"
+	ReasonImagePull             = "ImagePullFailed"
+	ReasonContainerConfig       = "ContainerConfigError"
+)
+
+// maxMessage bounds a Problem's message: it goes into a condition and an Event.
+const maxMessage = 512
+
+// Problem is something outside the operator that blocks a cluster's pods, as
+// Kubernetes reports it; the actor shows it as a Stalled condition and waits.
+type Problem struct {
+	// Reason is CamelCase, e.g. PodsUnschedulable.
+	Reason string
+	// Object is the blocked object, "Pod/db-1" or "PersistentVolumeClaim/data-db-1".
+	Object string
+	// Message names the object and says what Kubernetes said.
+	Message string
+}
+
+func (p Problem) String() string { return p.Reason + ": " + p.Message }
+
+// waiting reasons of a container that need a person, by the Problem reason
+// they map to.
+var waitingProblems = map[string]string{
+	"ErrImagePull":               ReasonImagePull,
+	"ImagePullBackOff":           ReasonImagePull,
+	"InvalidImageName":           ReasonImagePull,
+	"ErrImageNeverPull":          ReasonImagePull,
+	"CrashLoopBackOff":           ReasonCrashLoopBackOff,
+	"CreateContainerConfigError": ReasonContainerConfig,
+	"CreateContainerError":       ReasonContainerConfig,
+}
+
+// Diagnose looks at m's pods and volume claims for what blocks provisioning or
+// recovery: unschedulable pods, claims waiting for a StorageClass that does not
+// exist, images that cannot be pulled, containers that crash. It returns the
+// problems sorted by object; none means nothing outside the operator is known
+// to block. Each API call has the Applier's deadline.
+func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, error) {
+	sel := labels.SelectorFromSet(ClusterSelectorLabels(m)).String()
+	pods, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PodList, error) {
+		return a.Client.CoreV1().Pods(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var out []Problem
+	for i := range pods.Items {
+		out = append(out, podProblems(&pods.Items[i])...)
+	}
+	claims, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PersistentVolumeClaimList, error) {
+		return a.Client.CoreV1().PersistentVolumeClaims(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	})
+	if err != nil {
+		return nil, err
+	}
+	classes := map[string]bool{} // class name → exists, looked up once
+	var defaultClass *bool
+	for i := range claims.Items {
+		pvc := &claims.Items[i]
+		if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" {
+			continue
+		}
+		obj := "PersistentVolumeClaim/" + pvc.Name
+		if name := pvc.Spec.StorageClassName; name != nil && *name != "" {
+			exists, seen := classes[*name]
+			if !seen {
+				_, err := bounded(ctx, a, func(ctx context.Context) (*storagev1.StorageClass, error) {
+					return a.Client.StorageV1().StorageClasses().Get(ctx, *name, metav1.GetOptions{})
+				})
+				if err != nil && !apierrors.IsNotFound(err) {
+					return nil, err
+				}
+				exists = err == nil
+				classes[*name] = exists
+			}
+			if !exists {
+				out = append(out, Problem{Reason: ReasonStorageClassNotFound, Object: obj,
+					Message: fmt.Sprintf("persistentvolumeclaim %s is pending: storageclass.storage.k8s.io %q not found", pvc.Name, *name)})
+			}
+			continue
+		}
+		if name := pvc.Spec.StorageClassName; name == nil {
+			if defaultClass == nil {
+				found, err := hasDefaultStorageClass(ctx, a)
+				if err != nil {
+					return nil, err
+				}
+				defaultClass = &found
+			}
+			if !*defaultClass {
+				out = append(out, Problem{Reason: ReasonNoDefaultStorageClass, Object: obj,
+					Message: fmt.Sprintf("persistentvolumeclaim %s is pending: it names no storage class and the cluster has no default StorageClass", pvc.Name)})
+			}
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Object != out[j].Object {
+			return out[i].Object < out[j].Object
+		}
+		return out[i].Reason < out[j].Reason
+	})
+	return out, nil
+}
+
+func hasDefaultStorageClass(ctx context.Context, a *Applier) (bool, error) {
+	list, err := bounded(ctx, a, func(ctx context.Context) (*storagev1.StorageClassList, error) {
+		return a.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	})
+	if err != nil {
+		return false, err
+	}
+	for _, c := range list.Items {
+		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// podProblems are the problems one pod shows in its conditions and container
+// statuses.
+func podProblems(p *corev1.Pod) []Problem {
+	var out []Problem
+	obj := "Pod/" + p.Name
+	if p.Status.Phase == corev1.PodPending {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				out = append(out, Problem{Reason: ReasonPodsUnschedulable, Object: obj,
+					Message: clip(fmt.Sprintf("pod %s is unschedulable: %s", p.Name, c.Message))})
+			}
+		}
+	}
+	statuses := append(append([]corev1.ContainerStatus(nil), p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+	for _, s := range statuses {
+		w := s.State.Waiting
+		if w == nil {
+			continue
+		}
+		reason, ok := waitingProblems[w.Reason]
+		if !ok {
+			continue
+		}
+		msg := fmt.Sprintf("pod %s container %s: %s", p.Name, s.Name, w.Reason)
+		if w.Message != "" {
+			msg += ": " + w.Message
+		}
+		if t := s.LastTerminationState.Terminated; reason == ReasonCrashLoopBackOff && t != nil {
+			msg += fmt.Sprintf("; last exit code %d", t.ExitCode)
+			if t.Reason != "" {
+				msg += " (" + t.Reason + ")"
+			}
+			if m := strings.TrimSpace(t.Message); m != "" {
+				msg += ": " + lastLines(m, 3)
+			}
+		}
+		out = append(out, Problem{Reason: reason, Object: obj, Message: clip(msg)})
+	}
+	return out
+}
+
+// lastLines keeps the last n lines of a termination message, where a crashed
+// process says why it exited.
+func lastLines(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// clip bounds a message, keeping its start (which names the object).
+func clip(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessage-3], "") + "..."
+}
