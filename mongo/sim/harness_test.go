@@ -30,7 +30,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	simBin = filepath.Join(dir, "mongod-sim")
-	build := exec.Command("go", "build", "-o", simBin, "github.com/mgors/operator/cmd/mongod-sim")
+	args := []string{"build", "-o", simBin}
+	if raceBuild {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, "github.com/mgors/operator/cmd/mongod-sim")...)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building mongod-sim:", err)
@@ -96,6 +100,9 @@ func newMember(t *testing.T, extra ...string) *member {
 	m.start()
 	t.Cleanup(func() {
 		m.kill()
+		if strings.Contains(m.out.String(), "WARNING: DATA RACE") {
+			t.Errorf("data race in mongod-sim %s:\n%s", m.host, m.out.String())
+		}
 		if t.Failed() {
 			t.Logf("log of %s:\n%s", m.host, tail(m.out.String(), 60))
 		}

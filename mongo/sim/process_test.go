@@ -17,9 +17,9 @@ func TestBadMessageClosesOnlyItsConnection(t *testing.T) {
 	good := m.client(t)
 	mustRun(t, good, bson.D{{Key: "ping", Value: 1}})
 	for _, junk := range [][]byte{
-		{0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4},                                  // absurd length
+		{0xff, 0xff, 0xff, 0x7f, 1, 2, 3, 4},                                   // absurd length
 		{20, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0xdd, 7, 0, 0, 0xff, 0xff, 0, 0}, // OP_MSG with unknown required flags
-		{16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x39, 0x30, 0, 0},               // unknown opcode
+		{16, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0x39, 0x30, 0, 0},                // unknown opcode
 	} {
 		c, err := net.DialTimeout("tcp", m.host, 2*time.Second)
 		if err != nil {
