@@ -148,7 +148,7 @@ func waitNodesReady(ctx context.Context, l layout, n int, log zerolog.Logger) er
 		notReady := []string{}
 		for i := 1; i <= n; i++ {
 			name := NodeName(i)
-			if _, ok := pidOf(l, "kubelet-"+name); !ok {
+			if pid, ok := pidOf(l, "kubelet-"+name); !ok && !alive(pid) {
 				return fmt.Errorf("kubelet %s exited; last lines of %s:\n%s", name, l.log("kubelet-"+name), logTail(l, "kubelet-"+name, 25))
 			}
 			node, err := cs.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
@@ -196,7 +196,7 @@ func waitDNS(ctx context.Context, l layout) error {
 	defer cancel()
 	var last error
 	for {
-		if _, ok := pidOf(l, "coredns"); !ok {
+		if pid, ok := pidOf(l, "coredns"); !ok && !alive(pid) {
 			return fmt.Errorf("coredns exited; last lines of %s:\n%s", l.log("coredns"), logTail(l, "coredns", 25))
 		}
 		qctx, qcancel := context.WithTimeout(ctx, 2*time.Second)

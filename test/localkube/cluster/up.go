@@ -296,11 +296,12 @@ func adminTLS(l layout) (*tls.Config, error) {
 // that exits while we wait fails at once with the tail of its log.
 func ensureRunning(ctx context.Context, l layout, c component, ready func(context.Context) error, log zerolog.Logger) error {
 	began := time.Now()
-	if pid, ok := pidOf(l, c.name); ok {
+	pid, ok := pidOf(l, c.name)
+	if ok {
 		log.Info().Str("component", c.name).Int("pid", pid).Msg("already running")
 	} else {
-		pid, err := start(l, c)
-		if err != nil {
+		var err error
+		if pid, err = start(l, c); err != nil {
 			return err
 		}
 		log.Info().Str("component", c.name).Int("pid", pid).Msg("started")
@@ -309,7 +310,9 @@ func ensureRunning(ctx context.Context, l layout, c component, ready func(contex
 	defer cancel()
 	var last error
 	for {
-		if _, ok := pidOf(l, c.name); !ok {
+		// The pid, not the command line: a process that re-executes itself has no
+		// readable command line for a moment.
+		if !alive(pid) {
 			return fmt.Errorf("%s exited; last lines of %s:\n%s", c.name, l.log(c.name), logTail(l, c.name, 25))
 		}
 		if ready == nil {
