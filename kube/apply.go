@@ -125,8 +125,8 @@ type object[T any] interface {
 	DeepCopy() T
 }
 
-// client is what ensure needs of a typed client.
-type client[T any] interface {
+// typedClient is what ensure needs of a typed client.
+type typedClient[T any] interface {
 	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
 	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
 	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
@@ -136,7 +136,7 @@ type client[T any] interface {
 // refuse what is not ours, let update turn a fresh copy of the existing object
 // into the desired one (reporting whether it changed anything), and write only
 // then; a conflict starts over from a fresh read. Each call has its own deadline.
-func ensure[T object[T]](ctx context.Context, a *Applier, c client[T], kind string, desired T,
+func ensure[T object[T]](ctx context.Context, a *Applier, c typedClient[T], kind string, desired T,
 	update func(cur, next T) (bool, error)) (bool, error) {
 	changed := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -1,0 +1,187 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+	"unicode"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+)
+
+// StatusWriter writes the status of Mgors objects in small transactions: a
+// fresh read, a change applied to a copy, and a write only when the status
+// really changed, retried from a fresh read on conflict. The actor owns what
+// the status says; the writer owns how it gets there safely.
+type StatusWriter struct {
+	// Client is the Mgors API.
+	Client client.Interface
+	// Timeout bounds each API call; zero means DefaultCallTimeout.
+	Timeout time.Duration
+}
+
+// NewStatusWriter returns a StatusWriter with the default call timeout.
+func NewStatusWriter(c client.Interface) *StatusWriter { return &StatusWriter{Client: c} }
+
+// ErrCredentialsInStatus is returned, and nothing written, when a status would
+// carry a connection string with credentials: secrets never go into status.
+var ErrCredentialsInStatus = errors.New("status connection string carries credentials")
+
+// Update applies mutate to a fresh copy of the status of namespace/name and
+// writes it when it differs semantically from what is stored (conditions set
+// with SetCondition keep their lastTransitionTime while their status holds,
+// so a repeated observation writes nothing). An object with another UID is
+// another incarnation of the name: it is skipped, as is a status that did not
+// change; both return false and no error. A missing object returns the API's
+// NotFound error. mutate may run more than once (on conflicts): it must only
+// set fields, never accumulate.
+func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid types.UID,
+	mutate func(*v1alpha1.MgorsStatus)) (bool, error) {
+	c := w.Client.Mgorses(namespace)
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		changed = false
+		gctx, cancel := context.WithTimeout(ctx, timeout)
+		cur, err := c.Get(gctx, name, metav1.GetOptions{})
+		cancel()
+		if err != nil {
+			return err
+		}
+		if uid != "" && cur.UID != uid {
+			return nil
+		}
+		next := cur.DeepCopy()
+		mutate(&next.Status)
+		if equality.Semantic.DeepEqual(cur.Status, next.Status) {
+			return nil
+		}
+		if hasCredentials(next.Status.ConnectionString) {
+			return ErrCredentialsInStatus
+		}
+		uctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		if _, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+		changed = true
+		return nil
+	})
+	return changed, err
+}
+
+// hasCredentials reports whether a mongodb:// URI names a user or password.
+func hasCredentials(uri string) bool {
+	if uri == "" {
+		return false
+	}
+	u, err := url.Parse(uri)
+	if err != nil {
+		return strings.Contains(uri, "@") // unparsable: refuse anything that looks like userinfo
+	}
+	return u.User != nil
+}
+
+// The API server's rule for a condition's reason (metav1.Condition).
+var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// maxConditionMessage is the schema's bound on a condition message.
+const maxConditionMessage = 32768
+
+// Reason returns s when it is a valid CamelCase condition reason, and
+// otherwise s turned into one ("majority lost" → "MajorityLost"), so a status
+// write never fails validation over a reason; "Unknown" if nothing is left.
+func Reason(s string) string {
+	if reasonPattern.MatchString(s) && len(s) <= 1024 {
+		return s
+	}
+	var b strings.Builder
+	upper := true
+	for _, r := range s {
+		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r)) {
+			upper = true
+			continue
+		}
+		if b.Len() == 0 && !unicode.IsLetter(r) {
+			continue
+		}
+		if upper {
+			r = unicode.ToUpper(r)
+			upper = false
+		}
+		b.WriteRune(r)
+	}
+	out := b.String()
+	if len(out) > 1024 {
+		out = out[:1024]
+	}
+	if out == "" {
+		return "Unknown"
+	}
+	return out
+}
+
+// SetCondition sets a condition of the status for the given generation of the
+// spec. Its lastTransitionTime changes only when its status does, so setting
+// the same condition again is no change for Update.
+func SetCondition(s *v1alpha1.MgorsStatus, generation int64, typ string, status metav1.ConditionStatus, reason, message string) bool {
+	if len(message) > maxConditionMessage {
+		message = strings.ToValidUTF8(message[:maxConditionMessage-3], "") + "..."
+	}
+	return meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+		Type:               typ,
+		Status:             status,
+		ObservedGeneration: generation,
+		Reason:             Reason(reason),
+		Message:            message,
+	})
+}
+
+// RemoveCondition removes a condition of the status, reporting whether it was there.
+func RemoveCondition(s *v1alpha1.MgorsStatus, typ string) bool {
+	return meta.RemoveStatusCondition(&s.Conditions, typ)
+}
+
+// ReadyString is status.ready: healthy members over desired members, "2/3".
+func ReadyString(healthy, desired int32) string {
+	return fmt.Sprintf("%d/%d", healthy, desired)
+}
+
+// SetScale sets what the scale subresource reads: the number of member pods
+// and their selector.
+func SetScale(s *v1alpha1.MgorsStatus, m *v1alpha1.Mgors, replicas int32) {
+	s.Replicas = replicas
+	s.Selector = PodSelector(m)
+}
+
+// SetMembers sets the members table and the values derived from it:
+// status.ready (healthy data-bearing members over spec.members) and
+// status.primary.
+func SetMembers(s *v1alpha1.MgorsStatus, m *v1alpha1.Mgors, members []v1alpha1.MemberStatus) {
+	s.Members = members
+	var healthy int32
+	s.Primary = ""
+	for _, mb := range members {
+		if mb.State == "PRIMARY" {
+			s.Primary = mb.Name
+		}
+		if mb.Healthy && mb.State != "ARBITER" {
+			healthy++
+		}
+	}
+	s.Ready = ReadyString(healthy, m.Spec.Members)
+}
