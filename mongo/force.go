@@ -1,0 +1,221 @@
+package mongo
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// MemberEvidence is one member as an observer last saw it.
+type MemberEvidence struct {
+	Host                 string
+	State                MemberState
+	Health               float64
+	Optime               OpTime
+	LastHeartbeatRecv    time.Time
+	LastHeartbeatMessage string
+}
+
+// MarshalZerologObject logs the evidence of one member.
+func (m MemberEvidence) MarshalZerologObject(e *zerolog.Event) {
+	e.Str("member", m.Host).Str("state", m.State.String()).Float64("health", m.Health).
+		Uint32("optimeSecs", m.Optime.TS.T).Int64("optimeTerm", m.Optime.T)
+	if !m.LastHeartbeatRecv.IsZero() {
+		e.Time("lastHeartbeatRecv", m.LastHeartbeatRecv)
+	}
+	if m.LastHeartbeatMessage != "" {
+		e.Str("lastHeartbeatMessage", m.LastHeartbeatMessage)
+	}
+}
+
+// Evidence is what a MajorityLost decision was based on, recorded with it so a
+// person (or the replay) sees who was missing and what the survivors had.
+type Evidence struct {
+	// Observer is the member whose replSetGetStatus this is.
+	Observer string
+	// Voters is the number of voting members in the config.
+	Voters int
+	// Needed is the votes a primary needs.
+	Needed int
+	// Up are the voting members the observer hears from, itself included.
+	Up []MemberEvidence
+	// Missing are the voting members it does not.
+	Missing []MemberEvidence
+	// Primary is the member the observer sees as PRIMARY, if any.
+	Primary string
+}
+
+// MarshalZerologObject logs the evidence.
+func (ev Evidence) MarshalZerologObject(e *zerolog.Event) {
+	up, missing := zerolog.Arr(), zerolog.Arr()
+	for _, m := range ev.Up {
+		up.Object(m)
+	}
+	for _, m := range ev.Missing {
+		missing.Object(m)
+	}
+	e.Str("observer", ev.Observer).Int("voters", ev.Voters).Int("needed", ev.Needed).
+		Array("up", up).Array("missing", missing).Str("primary", ev.Primary)
+}
+
+// MajorityLost reports whether, as status's observer sees it, fewer voting
+// members of config are up than a primary needs. A set with a primary in
+// view is not lost (a primary that lost its majority steps down by itself
+// within an election timeout; the next observation tells). A nil status
+// proves nothing and is not a loss.
+func MajorityLost(config Config, status *Status) (bool, Evidence) {
+	ev := Evidence{Voters: config.Voters(), Needed: config.MajorityVoteCount()}
+	if status == nil {
+		return false, ev
+	}
+	if self := status.Self(); self != nil {
+		ev.Observer = self.Name
+	}
+	if p := status.Primary(); p != nil {
+		ev.Primary = p.Name
+	}
+	for _, m := range config.Members {
+		if !m.Voter() {
+			continue
+		}
+		me := MemberEvidence{Host: m.Host, State: StateUnknown}
+		ms := status.Member(m.Host)
+		if ms != nil {
+			me.State, me.Health, me.Optime = ms.State, ms.Health, ms.Optime
+			me.LastHeartbeatRecv, me.LastHeartbeatMessage = ms.LastHeartbeatRecv, ms.LastHeartbeatMessage
+		}
+		if ms != nil && (ms.Self || ms.Up()) {
+			ev.Up = append(ev.Up, me)
+		} else {
+			ev.Missing = append(ev.Missing, me)
+		}
+	}
+	return ev.Primary == "" && len(ev.Up) < ev.Needed, ev
+}
+
+// ErrNoSurvivor says no data-bearing member of the config answered, so there
+// is nothing to force a config onto.
+var ErrNoSurvivor = errors.New("mongo: no reachable data-bearing member to force a config onto")
+
+// Force is a forced reconfig onto the survivors, with the data it may lose.
+// It is computed only under the Automatic majority-loss policy, after the
+// grace period, and recorded as an event before it is sent.
+type Force struct {
+	// Survivor is the reachable data-bearing member with the newest optime:
+	// the forced config is sent to it (replSetReconfig force=true).
+	Survivor string
+	// SurvivorOptime is its last applied optime.
+	SurvivorOptime OpTime
+	// Config keeps the reachable members only, with the survivor an electable
+	// voter; version is current + 1 (mongod raises it further by itself).
+	Config Config
+	// Kept and Dropped are the members' hosts in and out of the forced config.
+	Kept, Dropped []string
+	// BestMissing is the dropped member with the newest optime any survivor
+	// saw, and BestMissingOptime that optime.
+	BestMissing       string
+	BestMissingOptime OpTime
+	// AtRisk is true when BestMissing had writes the survivor has not: they
+	// will be lost (rolled back) if it ever rejoins.
+	AtRisk bool
+	// GapSeconds is how far BestMissing was ahead, in oplog seconds.
+	GapSeconds int64
+	// Unknown is true when no survivor knows any dropped member's optime, so
+	// the data at risk cannot be bounded.
+	Unknown bool
+}
+
+// ForceTarget chooses what a forced reconfig after a majority loss does.
+// statuses holds each reachable member's own replSetGetStatus by host;
+// members without one are unreachable and are dropped from the config. It
+// never changes which members hold data; it only shrinks the config to the
+// survivors, so the set can elect a primary and grow back one member at a time.
+func ForceTarget(config Config, statuses map[string]*Status) (Force, error) {
+	var f Force
+	own := func(host string) *Status {
+		for h, s := range statuses {
+			if s != nil && SameHost(h, host) {
+				return s
+			}
+		}
+		return nil
+	}
+	best := -1
+	for i, m := range config.Members {
+		st := own(m.Host)
+		if st == nil {
+			f.Dropped = append(f.Dropped, m.Host)
+			continue
+		}
+		f.Kept = append(f.Kept, m.Host)
+		if m.ArbiterOnly {
+			continue
+		}
+		ot := selfOptime(st, m.Host)
+		if best < 0 || ot.Compare(f.SurvivorOptime) > 0 || (ot.Compare(f.SurvivorOptime) == 0 && m.ID < config.Members[best].ID) {
+			best, f.Survivor, f.SurvivorOptime = i, m.Host, ot
+		}
+	}
+	if best < 0 {
+		return Force{}, ErrNoSurvivor
+	}
+
+	// What the survivors last heard of the dropped members.
+	f.Unknown = len(f.Dropped) > 0
+	for _, h := range f.Dropped {
+		for _, k := range f.Kept {
+			ms := own(k).Member(h)
+			if ms == nil || ms.Optime.IsZero() {
+				continue
+			}
+			f.Unknown = false
+			if f.BestMissing == "" || ms.Optime.Compare(f.BestMissingOptime) > 0 {
+				f.BestMissing, f.BestMissingOptime = h, ms.Optime
+			}
+		}
+	}
+	if f.BestMissing != "" && f.BestMissingOptime.Compare(f.SurvivorOptime) > 0 {
+		f.AtRisk = true
+		f.GapSeconds = int64(f.BestMissingOptime.TS.T) - int64(f.SurvivorOptime.TS.T)
+	}
+
+	next := config.Next()
+	next.Members = slices.DeleteFunc(next.Members, func(m Member) bool {
+		return !slices.ContainsFunc(f.Kept, func(h string) bool { return SameHost(h, m.Host) })
+	})
+	s := next.Member(f.Survivor)
+	s.Votes, s.Hidden, s.SecondaryDelaySecs = 1, false, 0
+	if s.Priority == 0 {
+		s.Priority = 1
+	}
+	if !s.BuildIndexes {
+		return Force{}, fmt.Errorf("mongo: survivor %s has buildIndexes false and cannot become primary", f.Survivor)
+	}
+	for next.Voters() > MaxVotingMembers { // cannot happen with a valid config; kept for safety
+		for i := len(next.Members) - 1; i >= 0; i-- {
+			if m := &next.Members[i]; m.Voter() && !m.ArbiterOnly && !SameHost(m.Host, f.Survivor) {
+				m.Votes, m.Priority = 0, 0
+				break
+			}
+		}
+	}
+	if err := Validate(next); err != nil {
+		return Force{}, fmt.Errorf("mongo: forced config is invalid: %w", err)
+	}
+	f.Config = next
+	return f, nil
+}
+
+// selfOptime is a member's own applied optime from its own status.
+func selfOptime(st *Status, host string) OpTime {
+	if s := st.Self(); s != nil {
+		return s.Optime
+	}
+	if m := st.Member(host); m != nil {
+		return m.Optime
+	}
+	return OpTime{}
+}
