@@ -1,8 +1,11 @@
 package kubelet
 
 import (
+	"bufio"
 	"bytes"
+	"fmt"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,4 +32,69 @@ func (e *sharedEnv) exec(t *testing.T, pod, container string, cmd []string, env 
 	var out, errb bytes.Buffer
 	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &errb})
 	return out.String() + errb.String(), err
+}
+
+// Logs (with follow and tail), exec with and without a TTY, and port-forward all go
+// through the API server to the kubelet's HTTPS endpoint.
+func TestLogsExecPortForward(t *testing.T) {
+	e := cluster(t)
+	p := e.create(t, servePod(t, "streams", "127.0.0.1:8080"))
+	e.waitPod(t, p.Name, 60*time.Second, "Running", isRunningReady)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	tail := int64(1)
+	b, err := e.cs.CoreV1().Pods(testNS).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := strings.SplitN(string(b), " ", 2); len(f) != 2 || f[1] != "serving on 127.0.0.1:8080\n" {
+		t.Fatalf("logs --tail=1 --timestamps: %q", b)
+	} else if _, err := time.Parse(time.RFC3339Nano, f[0]); err != nil {
+		t.Fatalf("timestamp %q: %v", f[0], err)
+	}
+
+	out, err := e.exec(t, p.Name, "web", []string{"/bin/sh", "-c", "hostname; cat /etc/resolv.conf; exit 7"})
+	if err == nil || !strings.Contains(err.Error(), "exit code 7") {
+		t.Fatalf("exec exit status: %v, want exit code 7", err)
+	}
+	wantResolv := "search kt.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
+	if out != "streams\n"+wantResolv {
+		t.Fatalf("exec output %q, want hostname and resolv.conf %q", out, wantResolv)
+	}
+
+	// Port-forward reaches the pod's own loopback.
+	got := e.portForwardGet(t, p.Name, 8080)
+	if got != "hello from streams" {
+		t.Fatalf("port-forward answered %q", got)
+	}
+}
+
+// logs -f streams lines as the container writes them.
+func TestLogsFollow(t *testing.T) {
+	e := cluster(t)
+	p := e.create(t, shellPod("ticker", "i=0; while true; do i=$((i+1)); echo tick $i; sleep 0.2; done"))
+	e.waitPod(t, p.Name, 60*time.Second, "Running", isRunningReady)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := e.cs.CoreV1().Pods(testNS).GetLogs(p.Name, &corev1.PodLogOptions{Follow: true}).Stream(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	sc := bufio.NewScanner(stream)
+	first := -1
+	for sc.Scan() {
+		var n int
+		if _, err := fmt.Sscanf(sc.Text(), "tick %d", &n); err != nil {
+			t.Fatalf("unexpected log line %q", sc.Text())
+		}
+		if first < 0 {
+			first = n
+		}
+		if n >= first+10 {
+			return
+		}
+	}
+	t.Fatalf("follow ended early: %v", sc.Err())
 }

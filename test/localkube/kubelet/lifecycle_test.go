@@ -1,0 +1,186 @@
+package kubelet
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func (e *sharedEnv) logs(t *testing.T, pod, container string, previous bool) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, err := e.cs.CoreV1().Pods(testNS).GetLogs(pod, &corev1.PodLogOptions{Container: container, Previous: previous}).DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("logs of %s/%s (previous=%v): %v", pod, container, previous, err)
+	}
+	return string(b)
+}
+
+// A crashing container is restarted with back-off, its restart count rises, and
+// the previous run's log and exit code stay available.
+func TestCrashingContainerIsRestarted(t *testing.T) {
+	e := cluster(t)
+	p := e.create(t, shellPod("crash", "echo run; sleep 0.2; exit 3"))
+	p = e.waitPod(t, p.Name, 60*time.Second, "restartCount >= 2", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 2
+	})
+	cs := p.Status.ContainerStatuses[0]
+	last := cs.LastTerminationState.Terminated
+	if last == nil || last.ExitCode != 3 || last.Reason != "Error" {
+		t.Fatalf("lastState: %+v, want terminated with exit code 3 and reason Error", cs.LastTerminationState)
+	}
+	if p.Status.Phase != corev1.PodRunning {
+		t.Fatalf("phase %s, want Running for a restartPolicy Always pod in back-off", p.Status.Phase)
+	}
+	if got := e.logs(t, p.Name, "main", true); got != "run\n" {
+		t.Fatalf("previous log %q, want %q", got, "run\n")
+	}
+}
+
+// Init containers run to completion in order before the app containers, and a
+// pod whose containers all succeed under restartPolicy Never ends Succeeded.
+func TestInitContainersRunFirst(t *testing.T) {
+	e := cluster(t)
+	pod := shellPod("init", "cat /work/order; echo main >> /work/order")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	pod.Spec.Containers[0].VolumeMounts = mount
+	for _, n := range []string{"first", "second"} {
+		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
+			Name: n, Image: "debian:12", Command: []string{"/bin/sh", "-c", "sleep 0.3; echo " + n + " >> /work/order"}, VolumeMounts: mount,
+		})
+	}
+	p := e.create(t, pod)
+	p = e.waitPod(t, p.Name, 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if got := e.logs(t, p.Name, "main", false); got != "first\nsecond\n" {
+		t.Fatalf("main saw %q, want the init containers' lines in order", got)
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" {
+			t.Fatalf("init container %s: %+v, want terminated Completed", s.Name, s.State)
+		}
+	}
+}
+
+// runAsUser, runAsGroup, supplementalGroups and fsGroup are honoured; runAsNonRoot
+// refuses a container that would run as root.
+func TestSecurityContext(t *testing.T) {
+	e := cluster(t)
+	pod := shellPod("ids", "id -u; id -g; id -G; stat -c %g /data; touch /data/f && stat -c %g /data/f; sleep 3600")
+	pod.Spec.SecurityContext = &corev1.PodSecurityContext{
+		RunAsUser: ptr.To(int64(1234)), RunAsGroup: ptr.To(int64(2345)),
+		FSGroup: ptr.To(int64(3456)), SupplementalGroups: []int64{4567},
+	}
+	pod.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	p := e.create(t, pod)
+	e.waitPod(t, p.Name, 60*time.Second, "Running", isRunningReady)
+	var got string
+	for i := 0; i < 50; i++ {
+		if got = e.logs(t, p.Name, "main", false); strings.Count(got, "\n") >= 5 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	want := "1234\n2345\n2345 3456 4567\n3456\n3456\n"
+	if got != want {
+		t.Fatalf("ids %q, want %q", got, want)
+	}
+
+	root := shellPod("nonroot", "sleep 3600")
+	root.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}
+	r := e.create(t, root)
+	r = e.waitPod(t, r.Name, 30*time.Second, "CreateContainerConfigError", func(p *corev1.Pod) bool {
+		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+			p.Status.ContainerStatuses[0].State.Waiting.Reason == "CreateContainerConfigError"
+	})
+	if msg := r.Status.ContainerStatuses[0].State.Waiting.Message; !strings.Contains(msg, "runAsNonRoot") {
+		t.Fatalf("waiting message %q does not explain runAsNonRoot", msg)
+	}
+}
+
+// A file written to a PersistentVolumeClaim survives the pod; a deleted pod's
+// processes are gone and the pod object is removed.
+func TestVolumeSurvivesPodAndProcessesEnd(t *testing.T) {
+	e := cluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pvDir := filepath.Join(e.cfg.Dir, "volumes", "pv-test")
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{Name: "pv-test"},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+			AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: pvDir}},
+			ClaimRef:               &corev1.ObjectReference{Namespace: testNS, Name: "data"},
+		},
+	}
+	if _, err := e.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.cs.CoreV1().PersistentVolumes().Delete(context.Background(), "pv-test", metav1.DeleteOptions{}) })
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: testNS},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, VolumeName: "pv-test",
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	created, err := e.cs.CoreV1().PersistentVolumeClaims(testNS).Create(ctx, pvc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = e.cs.CoreV1().PersistentVolumeClaims(testNS).Delete(context.Background(), "data", metav1.DeleteOptions{})
+	})
+	// No PV controller runs in this test cluster: bind the claim by hand.
+	created.Status.Phase = corev1.ClaimBound
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(testNS).UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	withClaim := func(name, script string) *corev1.Pod {
+		p := shellPod(name, script)
+		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+			PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data/db"}}
+		return p
+	}
+	w := e.create(t, withClaim("writer", "echo kept > /data/db/file; sleep 3600"))
+	e.waitPod(t, w.Name, 60*time.Second, "Running", isRunningReady)
+	pids, err := PodProcesses(e.cfg.Dir, testNS, w.Name)
+	if err != nil || len(pids) != 1 {
+		t.Fatalf("PodProcesses: %v, %v; want one process", pids, err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, err := os.ReadFile(filepath.Join(pvDir, "file")); err == nil && string(b) == "kept\n" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pod's write did not land in the volume directory")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.deleteAndWait(t, testNS, w.Name)
+	if err := syscall.Kill(pids[0], 0); err == nil {
+		t.Fatalf("process %d of the deleted pod still runs", pids[0])
+	}
+	reader := withClaim("reader", "cat /data/db/file")
+	reader.Spec.RestartPolicy = corev1.RestartPolicyNever
+	r := e.create(t, reader)
+	e.waitPod(t, r.Name, 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if got := e.logs(t, r.Name, "main", false); got != "kept\n" {
+		t.Fatalf("the next pod read %q, want %q", got, "kept\n")
+	}
+}
