@@ -304,3 +304,10 @@ func Logger(tb testing.TB) zerolog.Logger {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// Localkube returns the localkube binary the harness built for this run.
+func Localkube(tb testing.TB) string {
+	tb.Helper()
+	env := Shared(tb)
+	return env.shared.localkube
+}
