@@ -76,6 +76,18 @@ func (e *NotOwned) Error() string {
 	return fmt.Sprintf("%s %s exists and is not owned by this Mgors", e.Kind, e.Name)
 }
 
+// Terminating is returned when the object is being deleted (a StatefulSet
+// being replaced waits for the garbage collector to orphan its pods): nothing
+// was written; try again once it is gone.
+type Terminating struct {
+	// Kind and Name name the object.
+	Kind, Name string
+}
+
+func (e *Terminating) Error() string {
+	return fmt.Sprintf("%s %s is being deleted", e.Kind, e.Name)
+}
+
 // MissingSecretKey is returned when an existing Secret lacks a key the members
 // need (a user-made Secret named in spec.auth). The operator does not add it.
 type MissingSecretKey struct {
@@ -156,6 +168,9 @@ func ensure[T object[T]](ctx context.Context, a *Applier, c typedClient[T], kind
 		}
 		if !ownedLike(cur, desired) {
 			return &NotOwned{Kind: kind, Name: desired.GetName()}
+		}
+		if cur.GetDeletionTimestamp() != nil {
+			return &Terminating{Kind: kind, Name: desired.GetName()}
 		}
 		next := cur.DeepCopy()
 		diff := mergeLabels(next, desired.GetLabels())
@@ -434,34 +449,45 @@ func (a *Applier) ScaleStatefulSet(ctx context.Context, m *v1alpha1.Mgors, name 
 // StatefulSet adopts the pods by their labels. This is how an immutable field
 // changes (a grown volume claim template after ExpandPVCs). The delete is
 // preconditioned on the UID read, so it never removes a newer object.
+//
+// The garbage collector orphans the pods before the old object goes, so the
+// create may find it still there: the result is then a Terminating error, and
+// the actor calls again. The new StatefulSet keeps the old one's replicas when
+// it still exists; desired must carry the current replicas for a later call.
 func (a *Applier) ReplaceStatefulSet(ctx context.Context, m *v1alpha1.Mgors, desired *appsv1.StatefulSet) error {
 	c := a.Client.AppsV1().StatefulSets(desired.Namespace)
-	cctx, cancel := a.call(ctx)
-	defer cancel()
-	cur, err := c.Get(cctx, desired.Name, metav1.GetOptions{})
+	terminating := &Terminating{Kind: "StatefulSet", Name: desired.Name}
+	cur, err := bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+		return c.Get(ctx, desired.Name, metav1.GetOptions{})
+	})
 	switch {
 	case apierrors.IsNotFound(err):
 	case err != nil:
 		return err
 	case !OwnedBy(cur, m):
 		return &NotOwned{Kind: "StatefulSet", Name: desired.Name}
+	case cur.DeletionTimestamp != nil:
+		return terminating
 	default:
 		next := desired.DeepCopy()
 		next.Spec.Replicas = cur.Spec.Replicas // replacing never scales
 		desired = next
-		dctx, dcancel := a.call(ctx)
-		defer dcancel()
-		err := c.Delete(dctx, desired.Name, metav1.DeleteOptions{
-			PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan),
-			Preconditions:     &metav1.Preconditions{UID: &cur.UID},
+		_, err := bounded(ctx, a, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, c.Delete(ctx, desired.Name, metav1.DeleteOptions{
+				PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan),
+				Preconditions:     &metav1.Preconditions{UID: &cur.UID},
+			})
 		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
-	createCtx, ccancel := a.call(ctx)
-	defer ccancel()
-	_, err = c.Create(createCtx, desired, metav1.CreateOptions{})
+	_, err = bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+		return c.Create(ctx, desired, metav1.CreateOptions{})
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return terminating
+	}
 	return err
 }
 

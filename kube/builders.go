@@ -141,7 +141,7 @@ func HeadlessService(m *v1alpha1.Mgors) *corev1.Service {
 //     spec.storage.reclaim says: the operator deletes volumes itself, and only
 //     when reclaim is Delete, after the member left the config.
 func StatefulSet(m *v1alpha1.Mgors, o Options) *appsv1.StatefulSet {
-	replicas := m.Spec.Members
+	replicas := members(m)
 	if o.Replicas != nil {
 		replicas = *o.Replicas
 	}
@@ -149,7 +149,7 @@ func StatefulSet(m *v1alpha1.Mgors, o Options) *appsv1.StatefulSet {
 		ObjectMeta: metav1.ObjectMeta{Name: DataVolume, Labels: Labels(m, ComponentMember)},
 		Spec: corev1.PersistentVolumeClaimSpec{
 			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-			StorageClassName: m.Spec.Storage.StorageClassName,
+			StorageClassName: cloneString(m.Spec.Storage.StorageClassName),
 			Resources: corev1.VolumeResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceStorage: storageSize(m)},
 			},
@@ -174,6 +174,21 @@ func ArbiterStatefulSet(m *v1alpha1.Mgors, o Options) *appsv1.StatefulSet {
 		}
 	}
 	return statefulSet(m, ArbiterName(m), ComponentArbiter, m.Spec.Arbiters, res, nil)
+}
+
+// members is spec.members, defaulted as the API server defaults it.
+func members(m *v1alpha1.Mgors) int32 {
+	if m.Spec.Members == 0 {
+		return v1alpha1.DefaultMembers
+	}
+	return m.Spec.Members
+}
+
+func cloneString(p *string) *string {
+	if p == nil {
+		return nil
+	}
+	return ptr.To(*p)
 }
 
 func storageSize(m *v1alpha1.Mgors) resource.Quantity {
@@ -415,7 +430,7 @@ func affinity(m *v1alpha1.Mgors) *corev1.Affinity {
 // without votes: 0, at most seven in all, plus the arbiters (which vote).
 func Voters(m *v1alpha1.Mgors) int32 {
 	var v int32
-	for i := int32(0); i < m.Spec.Members; i++ {
+	for i := range members(m) {
 		if o := m.Options(i); o.Votes == nil || *o.Votes != 0 {
 			v++
 		}
@@ -501,10 +516,7 @@ func ConnectionString(m *v1alpha1.Mgors, clusterDomain string) string {
 	if clusterDomain == "" {
 		clusterDomain = defaultDomain
 	}
-	n := m.Spec.Members
-	if n == 0 {
-		n = v1alpha1.DefaultMembers
-	}
+	n := members(m)
 	hosts := make([]string, n)
 	for i := range n {
 		hosts[i] = m.MemberHost(i, clusterDomain)

@@ -228,6 +228,17 @@ func TestStatefulSet(t *testing.T) {
 	if got := *StatefulSet(m, Options{Replicas: ptr.To[int32](1)}).Spec.Replicas; got != 1 {
 		t.Errorf("replicas from options = %d", got)
 	}
+	// The result shares no memory with the spec: callers may edit either.
+	*c.Spec.StorageClassName = "changed"
+	tmpl.Spec.NodeSelector["disk"] = "hdd"
+	tmpl.Spec.Tolerations[0].Key = "other"
+	if *m.Spec.Storage.StorageClassName != "fast" || m.Spec.Scheduling.NodeSelector["disk"] != "ssd" || m.Spec.Scheduling.Tolerations[0].Key != "dedicated" {
+		t.Error("the StatefulSet aliases the Mgors spec")
+	}
+	undefaulted := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "ns"}}
+	if got := *StatefulSet(undefaulted, Options{}).Spec.Replicas; got != v1alpha1.DefaultMembers {
+		t.Errorf("replicas of an undefaulted spec = %d", got)
+	}
 }
 
 func TestTemplateHash(t *testing.T) {

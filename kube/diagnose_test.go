@@ -1,0 +1,93 @@
+package kube
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+func TestDiagnose(t *testing.T) {
+	ctx := context.Background()
+	m := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.StorageClassName = ptr.To("missing") })
+	pod := func(name string, status corev1.PodStatus) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: Labels(m, ComponentMember)}, Status: status}
+	}
+	unschedulable := pod("db-0", corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		Message: "0/3 nodes are available: 3 Insufficient memory."}}})
+	crashing := pod("db-1", corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{
+		Name:                 "mongod",
+		State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff", Message: "back-off 5m0s"}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1, Reason: "Error", Message: "a\nb\nread security.keyFile: permissions on keyfile are too open"}},
+	}}})
+	pulling := pod("db-2", corev1.PodStatus{Phase: corev1.PodPending, InitContainerStatuses: []corev1.ContainerStatus{{
+		Name: "keyfile", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: `Back-off pulling image "mongo:9"`}}}}})
+	healthy := pod("db-3", corev1.PodStatus{Phase: corev1.PodRunning})
+	otherCluster := pod("x-0", unschedulable.Status)
+	otherCluster.Labels = Labels(sample(func(m *v1alpha1.Mgors) { m.Name = "x" }), ComponentMember)
+	claim := pvc(m, 0, "10Gi", true)
+	claim.Spec.StorageClassName = ptr.To("missing")
+	claim.Status.Phase = corev1.ClaimPending
+	bound := pvc(m, 1, "10Gi", true)
+	bound.Spec.StorageClassName = ptr.To("missing")
+	bound.Status.Phase = corev1.ClaimBound
+	noClass := pvc(m, 2, "10Gi", true)
+	noClass.Status.Phase = corev1.ClaimPending
+
+	c := fake.NewClientset(unschedulable, crashing, pulling, healthy, otherCluster, claim, bound, noClass)
+	got, err := NewApplier(c).Diagnose(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Problem{
+		{Reason: ReasonStorageClassNotFound, Object: "PersistentVolumeClaim/data-db-0",
+			Message: `persistentvolumeclaim data-db-0 is pending: storageclass.storage.k8s.io "missing" not found`},
+		{Reason: ReasonNoDefaultStorageClass, Object: "PersistentVolumeClaim/data-db-2"},
+		{Reason: ReasonPodsUnschedulable, Object: "Pod/db-0", Message: "pod db-0 is unschedulable: 0/3 nodes are available: 3 Insufficient memory."},
+		{Reason: ReasonCrashLoopBackOff, Object: "Pod/db-1",
+			Message: "pod db-1 container mongod: CrashLoopBackOff: back-off 5m0s; last exit code 1 (Error): a | b | read security.keyFile: permissions on keyfile are too open"},
+		{Reason: ReasonImagePull, Object: "Pod/db-2", Message: `pod db-2 container keyfile: ImagePullBackOff: Back-off pulling image "mongo:9"`},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("problems:\n%v\nwant\n%v", got, want)
+	}
+	for i := range want {
+		if got[i].Reason != want[i].Reason || got[i].Object != want[i].Object || (want[i].Message != "" && got[i].Message != want[i].Message) {
+			t.Errorf("problem %d = %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+
+	// Once the class and a default exist, the claims are no problem.
+	c = fake.NewClientset(claim, noClass,
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "missing"}},
+		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "std", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}})
+	if got, err := NewApplier(c).Diagnose(ctx, m); err != nil || len(got) != 0 {
+		t.Errorf("problems %v err %v", got, err)
+	}
+	c = fake.NewClientset()
+	failOnce(c, "list", "pods", internal())
+	if _, err := NewApplier(c).Diagnose(ctx, m); !apierrors.IsInternalError(err) {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestClip(t *testing.T) {
+	long := strings.Repeat("é", 400) // 800 bytes
+	got := clip(long)
+	if len(got) > maxMessage || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
+		t.Errorf("clip gave %d bytes, valid %v", len(got), utf8.ValidString(got))
+	}
+	if clip("short") != "short" {
+		t.Error("clip changed a short message")
+	}
+}
