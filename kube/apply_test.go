@@ -509,4 +509,3 @@ func TestCallDeadline(t *testing.T) {
 		}
 	}
 }
-
