@@ -216,3 +216,26 @@ func waitDNS(ctx context.Context, l layout) error {
 		}
 	}
 }
+
+// waitDefaultServiceAccount waits for the controller manager to have made the
+// "default" ServiceAccount of namespace default: until then no pod can be created
+// there, and a cluster that refuses pods is not ready.
+func waitDefaultServiceAccount(ctx context.Context, l layout) error {
+	_, cs, err := Client(l.dir)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("no default ServiceAccount: %w; last lines of the controller manager log:\n%s", err, logTail(l, "kube-controller-manager", 25))
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

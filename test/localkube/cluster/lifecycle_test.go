@@ -1,0 +1,153 @@
+package cluster_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mgors/operator/test/localkube/cluster"
+	"github.com/mgors/operator/test/localkube/harness"
+)
+
+func output(t *testing.T, name string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(name, args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+	}
+	return string(out)
+}
+
+// hostTrace is what a cluster could leave on the host.
+type hostTrace struct {
+	netns, tables, links string
+}
+
+func traceOf(t *testing.T) hostTrace {
+	return hostTrace{
+		netns:  output(t, "ip", "netns", "list"),
+		tables: output(t, "nft", "list", "tables"),
+		links:  output(t, "ip", "-o", "link", "show"),
+	}
+}
+
+// TestDownLeavesNothingBehind starts a cluster of its own with a running pod, stops
+// it, and checks the host: no process, mount, network namespace, link or nftables
+// table of the cluster remains, and `up` on the same directory brings back the
+// objects it had.
+func TestDownLeavesNothingBehind(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	localkube := harness.Exclusive(t)
+	repo, err := cluster.FindRepo(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(repo, ".cache", "localkube", "harness")
+	dir, err := os.MkdirTemp(root, "lifecycle-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = exec.Command(localkube, "down", "--dir", dir, "--purge").Run()
+	})
+	before := traceOf(t)
+
+	up := func() {
+		t.Helper()
+		cmd := exec.Command(localkube, "up", "--dir", dir, "--nodes", "2")
+		cmd.Dir = repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("up: %v\n%s", err, out)
+		}
+	}
+	up()
+	_, cs, err := cluster.Client(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "kept"}, Data: map[string]string{"k": "v"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Pods("default").Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "sleeper"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "sleep", Image: "busybox", Command: []string{"sleep", "3600"},
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		pids, err := cluster.PodProcesses(dir, "default", "sleeper")
+		if err == nil && len(pids) > 0 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pod sleeper never ran: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !strings.Contains(output(t, "ip", "-o", "link", "show", "master", cluster.Bridge), "master "+cluster.Bridge) {
+		t.Fatal("the running pod has no veth on the bridge")
+	}
+
+	out, err := exec.Command(localkube, "down", "--dir", dir).CombinedOutput()
+	if err != nil {
+		t.Fatalf("down: %v\n%s", err, out)
+	}
+
+	after := traceOf(t)
+	if after.netns != before.netns {
+		t.Errorf("network namespaces before up:\n%s\nafter down:\n%s", before.netns, after.netns)
+	}
+	for _, table := range []string{"inet localkube", "bridge localkube", "ip kube-proxy", "ip6 kube-proxy"} {
+		if strings.Contains(after.tables, "table "+table+"\n") {
+			t.Errorf("nftables table %s left behind", table)
+		}
+	}
+	if strings.Contains(after.links, " "+cluster.Bridge+":") || strings.Contains(after.links, "master "+cluster.Bridge) {
+		t.Errorf("links left behind:\n%s", after.links)
+	}
+	if mounts := output(t, "findmnt", "-rn", "-o", "TARGET"); strings.Contains(mounts, dir) {
+		t.Errorf("mounts left under %s:\n%s", dir, mounts)
+	}
+	if ps := output(t, "ps", "-eo", "pid,args"); strings.Contains(ps, dir) {
+		t.Errorf("processes left:\n%s", grepLines(ps, dir))
+	}
+	if entries, _ := os.ReadDir(filepath.Join(dir, "etcd")); len(entries) == 0 {
+		t.Error("down without --purge removed the etcd data")
+	}
+
+	// The same directory comes back with its objects.
+	up()
+	got, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("after up again: %v", err)
+	}
+	if got.Data["k"] != "v" {
+		t.Errorf("ConfigMap after up again: %v", got.Data)
+	}
+}
+
+func grepLines(s, sub string) string {
+	var b bytes.Buffer
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
