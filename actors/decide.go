@@ -1,0 +1,489 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
+)
+
+// Action is one thing a Cluster actor does to the world, carried out only after
+// the events that decided it (ending with its ActionStarted) are durable.
+type Action struct {
+	Kind ActionKind
+	// Host is the member the action is sent to.
+	Host string
+	// Config is the config an initiate or reconfig installs.
+	Config *mongo.Config
+	// Replicas is the size a scale action sets.
+	Replicas int32
+}
+
+// Decision is what Decide returns: events to persist, in order, and at most one
+// action to carry out once they are.
+type Decision struct {
+	Events []Event
+	Action *Action
+}
+
+// Inputs is everything Decide looks at besides the state.
+type Inputs struct {
+	// Mgors is the object as last seen (spec, generation).
+	Mgors *v1alpha1.Mgors
+	// Desired are the members the spec asks for (mongo.Desired).
+	Desired []mongo.DesiredMember
+	// Obs is the latest observation.
+	Obs Observation
+	// Now is the decision's clock, for back-off and grace periods.
+	Now time.Time
+}
+
+// backoff is how long the actor waits before retrying an action that failed n
+// times in a row: 2s, 4s, 8s, ... up to two minutes.
+func backoff(n int) time.Duration {
+	if n <= 0 {
+		return 0
+	}
+	d := 2 * time.Second << min(n-1, 6)
+	return min(d, 2*time.Minute)
+}
+
+// decider builds a Decision while folding its own events into a copy of the
+// state, so later rules see what earlier rules decided.
+type decider struct {
+	s   State
+	in  Inputs
+	out Decision
+}
+
+func (d *decider) emit(e Event) {
+	d.out.Events = append(d.out.Events, e)
+	d.s = Evolve(d.s, d.s.Seq+1, d.in.Now, e)
+}
+
+func (d *decider) act(a Action, started ActionStarted) {
+	started.Action = a.Kind
+	d.emit(started)
+	d.out.Action = &a
+}
+
+func (d *decider) phase(to v1alpha1.Phase, reason string) {
+	if d.s.Phase != to {
+		d.emit(PhaseChanged{From: d.s.Phase, To: to, Reason: reason})
+	}
+}
+
+// Decide is the Cluster actor's brain: given its state and the world, what
+// happened (events) and what to do next (at most one action). It is pure.
+//
+// The rules, in order:
+//  1. A spec generation not seen before is recorded.
+//  2. An action the log shows in flight (its result lost in a crash) is
+//     settled from the world: its effect observed → finished, else failed.
+//  3. What changed in the world is recorded (members, problems, majority);
+//     where the world contradicts the log the world wins, with an event saying so.
+//  4. Paused: nothing more.
+//  5. The phase's own rule decides the next action, unless an action is in
+//     flight or the last failure's back-off has not passed.
+func Decide(s State, in Inputs) Decision {
+	d := &decider{s: s, in: in}
+	d.spec()
+	d.settleInFlight()
+	d.observe()
+	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
+		return d.out
+	}
+	switch d.s.Phase {
+	case v1alpha1.PhaseProvisioning:
+		d.provisioning()
+	case v1alpha1.PhaseInitiating:
+		d.initiating()
+	case v1alpha1.PhaseHealthy:
+		d.healthy()
+	case v1alpha1.PhaseRecovering:
+		d.recovering()
+	default:
+		d.phase(v1alpha1.PhaseProvisioning, "unknown phase "+string(d.s.Phase))
+	}
+	return d.out
+}
+
+func (d *decider) spec() {
+	m := d.in.Mgors
+	if m.Generation != d.s.Generation {
+		d.emit(SpecObserved{Generation: m.Generation, Members: m.Spec.Members, Arbiters: m.Spec.Arbiters,
+			Version: m.Spec.Version, Paused: m.Spec.Paused})
+	}
+}
+
+func (d *decider) backingOff() bool {
+	return d.s.LastFailure != nil && d.in.Now.Before(d.s.FailedAt.Add(backoff(d.s.Failures)))
+}
+
+func (d *decider) settleInFlight() {
+	f := d.s.InFlight
+	if f == nil {
+		return
+	}
+	o := d.in.Obs
+	done := false
+	switch f.Action {
+	case ActInitiate:
+		done = o.Config != nil
+	case ActCreateUser:
+		done = o.AdminUser != nil && *o.AdminUser
+	case ActReconfig, ActForceReconfig:
+		done = o.Config != nil && o.Config.Version >= f.ConfigVersion
+	case ActScale:
+		done = o.Replicas == f.Replicas
+	}
+	if !done {
+		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
+		return
+	}
+	d.emit(ActionFinished{Action: f.Action, Target: f.Target, Observed: true})
+	switch f.Action {
+	case ActInitiate:
+		d.emit(Initiated{Host: f.Target, ConfigVersion: o.Config.Version})
+	case ActCreateUser:
+		d.emit(AdminUserReady{User: "admin"})
+	}
+}
+
+// observe records what changed in the world since the state last saw it.
+func (d *decider) observe() {
+	o := d.in.Obs
+	view := digest(d.in, o)
+	if !sameView(view, d.s.View) {
+		d.emit(view)
+	}
+	problems := o.Problems
+	if !samePr(problems, d.s.Problems) {
+		d.emit(ProblemsObserved{Problems: problems})
+	}
+	if !d.s.Initiated && o.Config != nil {
+		d.emit(WorldDisagreed{Subject: "initiated", Log: "no initiate recorded",
+			World: fmt.Sprintf("%s holds config version %d", o.ConfigFrom, o.Config.Version)})
+		d.emit(Initiated{Host: o.ConfigFrom, ConfigVersion: o.Config.Version, Found: true})
+	}
+	if d.s.Initiated && !d.s.AdminUser && o.AdminUser != nil && *o.AdminUser {
+		d.emit(AdminUserReady{User: "admin", Found: true})
+	}
+	if o.Config != nil && o.Status != nil {
+		lost, ev := mongo.MajorityLost(*o.Config, o.Status)
+		switch {
+		case lost && d.s.MajorityLost == nil:
+			d.emit(MajorityLost{Missing: evidenceHosts(ev.Missing), Reachable: evidenceHosts(ev.Up),
+				Evidence: fmt.Sprintf("%s sees %d of %d voters, a primary needs %d", ev.Observer, len(ev.Up), ev.Voters, ev.Needed)})
+		case !lost && d.s.MajorityLost != nil:
+			d.emit(MajorityRestored{Reachable: evidenceHosts(ev.Up)})
+		}
+	}
+}
+
+func evidenceHosts(ms []mongo.MemberEvidence) []string {
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Host)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// digest reduces an observation to what decisions depend on.
+func digest(in Inputs, o Observation) MembersObserved {
+	v := MembersObserved{Primary: o.Primary, Pods: int32(len(o.Pods))}
+	if o.Config != nil {
+		v.ConfigVersion, v.ConfigTerm = o.Config.Version, o.Config.Term
+	}
+	names := map[string]string{}
+	for _, dm := range in.Desired {
+		names[mongo.NormalizeHost(dm.Host)] = dm.Name
+	}
+	seen := map[string]bool{}
+	add := func(host string, votes int32, prio int32, hidden bool) {
+		h := mongo.NormalizeHost(host)
+		if seen[h] {
+			return
+		}
+		seen[h] = true
+		mv := o.Members[host]
+		state := mv.State.String()
+		if !mv.Answers {
+			state = "UNREACHABLE"
+		}
+		healthy := mv.Answers && (mv.State == mongo.StatePrimary || mv.State == mongo.StateSecondary || mv.State == mongo.StateArbiter)
+		name := names[h]
+		if name == "" {
+			name = mv.Name
+		}
+		v.Members = append(v.Members, MemberDigest{Name: name, Host: host, State: state, Healthy: healthy, Votes: votes, Prio: prio, Hidden: hidden})
+	}
+	if o.Config != nil {
+		for _, m := range o.Config.Members {
+			add(m.Host, int32(m.Votes), int32(m.Priority), m.Hidden)
+		}
+	}
+	for _, dm := range in.Desired {
+		if o.Config == nil || o.Config.Member(dm.Host) == nil {
+			add(dm.Host, 0, 0, false)
+		}
+	}
+	sort.Slice(v.Members, func(i, j int) bool { return v.Members[i].Host < v.Members[j].Host })
+	return v
+}
+
+func sameView(a, b MembersObserved) bool {
+	return a.Primary == b.Primary && a.ConfigVersion == b.ConfigVersion && a.ConfigTerm == b.ConfigTerm &&
+		a.Pods == b.Pods && slices.Equal(a.Members, b.Members)
+}
+
+func samePr(a, b []Problem) bool { return slices.Equal(a, b) }
+
+// allAnswer reports whether every desired member answers hello, and names the
+// first that does not.
+func (d *decider) allAnswer() (bool, string) {
+	for _, dm := range d.in.Desired {
+		if mv, ok := d.in.Obs.Members[dm.Host]; !ok || !mv.Answers {
+			return false, dm.Name
+		}
+	}
+	return true, ""
+}
+
+func (d *decider) ensureObjects() bool {
+	if d.in.Obs.ObjectsReady {
+		return false
+	}
+	d.act(Action{Kind: ActEnsureObjects}, ActionStarted{Reason: d.in.Obs.ObjectsMessage})
+	return true
+}
+
+func (d *decider) provisioning() {
+	if d.ensureObjects() {
+		return
+	}
+	if d.s.Initiated {
+		d.phase(v1alpha1.PhaseRecovering, "the replica set already has a config; bringing it to the desired shape")
+		return
+	}
+	if ok, _ := d.allAnswer(); ok {
+		d.phase(v1alpha1.PhaseInitiating, "every member answers hello")
+	}
+}
+
+func (d *decider) initiating() {
+	if d.ensureObjects() {
+		return
+	}
+	o := d.in.Obs
+	if !d.s.Initiated {
+		if ok, who := d.allAnswer(); !ok {
+			d.phase(v1alpha1.PhaseProvisioning, who+" does not answer hello")
+			return
+		}
+		// Invariant 1: every member was asked for a config (observe found none).
+		host, ok := initiator(d.in.Desired)
+		if !ok {
+			return // the schema guarantees an electable member; nothing sane to do
+		}
+		cfg := mongo.InitialConfig(d.in.Mgors.ReplSetName(), d.in.Desired, d.in.Mgors.Spec.ReplicaSet)
+		d.act(Action{Kind: ActInitiate, Host: host, Config: &cfg},
+			ActionStarted{Target: host, ConfigVersion: cfg.Version, Members: hosts(cfg), Reason: "no member holds a config"})
+		return
+	}
+	if o.Primary == "" {
+		return // waiting for the first election
+	}
+	if !d.s.AdminUser {
+		if o.AdminUser == nil {
+			return // not checked yet: never create a user blindly
+		}
+		d.act(Action{Kind: ActCreateUser, Host: o.Primary}, ActionStarted{Target: o.Primary, Reason: "the admin user does not exist"})
+		return
+	}
+	d.phase(v1alpha1.PhaseHealthy, fmt.Sprintf("initiated with primary %s and the admin user", o.Primary))
+}
+
+// initiator is the member replSetInitiate is sent to: the lowest-ordinal
+// electable data member (mongod refuses to initiate from an unelectable one).
+func initiator(desired []mongo.DesiredMember) (string, bool) {
+	for _, dm := range desired {
+		if !dm.Arbiter && dm.Priority > 0 && dm.Votes > 0 {
+			return dm.Host, true
+		}
+	}
+	return "", false
+}
+
+func hosts(c mongo.Config) []string {
+	out := make([]string, 0, len(c.Members))
+	for _, m := range c.Members {
+		out = append(out, m.Host)
+	}
+	return out
+}
+
+// unhealthy says why the cluster is not in the desired shape, "" when it is.
+func (d *decider) unhealthy() string {
+	o := d.in.Obs
+	switch {
+	case o.Config == nil:
+		return "no member answers with the replica-set config"
+	case o.Primary == "":
+		return "the replica set has no primary"
+	case o.Replicas != d.in.Mgors.Spec.Members:
+		return fmt.Sprintf("the StatefulSet has %d pods, the spec asks for %d", o.Replicas, d.in.Mgors.Spec.Members)
+	}
+	for _, dm := range d.in.Desired {
+		mv := o.Members[dm.Host]
+		if !mv.Answers {
+			return dm.Name + " does not answer"
+		}
+		if mv.State != mongo.StatePrimary && mv.State != mongo.StateSecondary && mv.State != mongo.StateArbiter {
+			return fmt.Sprintf("%s is %s", dm.Name, mv.State)
+		}
+	}
+	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, o.answering(), d.in.Mgors.Spec.ReplicaSet)
+	if step.Kind != mongo.Done {
+		return "membership: " + step.Reason
+	}
+	return ""
+}
+
+func (d *decider) healthy() {
+	if d.ensureObjects() {
+		return
+	}
+	if why := d.unhealthy(); why != "" {
+		d.phase(v1alpha1.PhaseRecovering, why)
+	}
+}
+
+func (d *decider) recovering() {
+	if d.ensureObjects() {
+		return
+	}
+	o := d.in.Obs
+	want := d.in.Mgors.Spec.Members
+	if o.Config == nil {
+		return // members down or starting: the StatefulSet brings them back
+	}
+	if d.s.MajorityLost != nil {
+		return // handled by the majority-loss policy (Manual: wait for a person)
+	}
+	// Grow the StatefulSet first: a new pod does nothing until it is added.
+	if o.Replicas >= 0 && o.Replicas < want {
+		d.act(Action{Kind: ActScale, Replicas: want}, ActionStarted{Target: "statefulset", Replicas: want,
+			Reason: fmt.Sprintf("spec.members is %d, the StatefulSet has %d", want, o.Replicas)})
+		return
+	}
+	if o.Primary == "" {
+		return // an election is due; mongod heals this by itself
+	}
+	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, o.answering(), d.in.Mgors.Spec.ReplicaSet)
+	switch {
+	case step.Kind == mongo.StepDown:
+		d.act(Action{Kind: ActStepDown, Host: step.Host}, ActionStarted{Target: step.Host, Reason: step.Reason})
+		return
+	case step.Reconfig():
+		cfg := step.Config
+		d.act(Action{Kind: ActReconfig, Host: o.Primary, Config: &cfg},
+			ActionStarted{Target: o.Primary, ConfigVersion: cfg.Version, Members: hosts(cfg),
+				Reason: string(step.Kind) + " " + step.Host + ": " + step.Reason})
+		return
+	case step.Kind == mongo.Wait:
+		return
+	}
+	// Shrink the StatefulSet only once no member at or above the new size is in
+	// the config: members leave the config before their pods go.
+	if o.Replicas > want {
+		for _, m := range o.Config.Members {
+			if ordinalOf(d.in.Mgors, m.Host) >= want {
+				return
+			}
+		}
+		d.act(Action{Kind: ActScale, Replicas: want}, ActionStarted{Target: "statefulset", Replicas: want,
+			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
+		return
+	}
+	if why := d.unhealthy(); why == "" {
+		d.phase(v1alpha1.PhaseHealthy, "the replica set has the desired shape")
+	}
+}
+
+// ordinalOf is the data-member ordinal a config host names, -1 for other hosts.
+func ordinalOf(m *v1alpha1.Mgors, host string) int32 {
+	prefix := m.Name + "-"
+	name, _, _ := strings.Cut(host, ".")
+	if !strings.HasPrefix(name, prefix) {
+		return -1
+	}
+	var n int32
+	if _, err := fmt.Sscanf(name[len(prefix):], "%d", &n); err != nil || fmt.Sprint(n) != name[len(prefix):] {
+		return -1
+	}
+	return n
+}
+
+// Conclude turns an action's result into events: finished (with the facts it
+// established) or failed (with the server's code when there is one).
+//
+// Two failures are the world already having the effect, and are recorded as
+// such: an initiate refused because the set is already initiated (someone,
+// perhaps this operator before a crash, got there first), and a user creation
+// refused because the user exists.
+func Conclude(a Action, err error) []Event {
+	observed := false
+	switch {
+	case err == nil:
+	case a.Kind == ActInitiate && errors.Is(err, mongo.ErrAlreadyInitialized):
+		observed = true
+	case a.Kind == ActCreateUser && codeOf(err) == mongo.CodeDuplicateUser:
+		observed = true
+	default:
+		return []Event{ActionFailed{Action: a.Kind, Target: target(a), Error: err.Error(), Code: codeOf(err)}}
+	}
+	out := []Event{ActionFinished{Action: a.Kind, Target: target(a), Observed: observed}}
+	if observed {
+		switch a.Kind {
+		case ActInitiate:
+			return append(out, Initiated{Host: a.Host, ConfigVersion: a.Config.Version, Found: true})
+		case ActCreateUser:
+			return append(out, AdminUserReady{User: "admin", Found: true})
+		}
+	}
+	switch a.Kind {
+	case ActInitiate:
+		out = append(out, Initiated{Host: a.Host, ConfigVersion: a.Config.Version})
+	case ActCreateUser:
+		out = append(out, AdminUserReady{User: "admin"})
+	case ActScale:
+		out = append(out, ScaledTo{Replicas: a.Replicas})
+	}
+	return out
+}
+
+func target(a Action) string {
+	if a.Host != "" {
+		return a.Host
+	}
+	if a.Kind == ActScale {
+		return "statefulset"
+	}
+	return ""
+}
+
+// codeOf is the MongoDB server error code in err, 0 when there is none.
+func codeOf(err error) int32 {
+	var se *mongo.ServerError
+	if errors.As(err, &se) {
+		return se.Code
+	}
+	return 0
+}

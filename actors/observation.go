@@ -1,0 +1,88 @@
+package actors
+
+import (
+	"time"
+
+	"github.com/mgors/operator/mongo"
+)
+
+// Observation is the world as one observe pass saw it: the cluster's
+// Kubernetes objects and pods, and each member as MongoDB reports it. The World
+// builds it off the actor's mailbox, every call with a deadline; Decide reads it.
+type Observation struct {
+	// At is when the observation was made.
+	At time.Time
+	// ObjectsReady is true when the Service, StatefulSets, Secrets and PDB exist
+	// and match what the spec asks for.
+	ObjectsReady bool
+	// ObjectsMessage says what is missing or different when ObjectsReady is false.
+	ObjectsMessage string
+	// Replicas is the data StatefulSet's spec.replicas, -1 when it does not exist.
+	Replicas int32
+	// Pods are the member pods found, by name.
+	Pods map[string]PodView
+	// Problems are what blocks progress outside the operator (unschedulable
+	// pods, a missing storage class, crash loops), from kube.Diagnose.
+	Problems []Problem
+	// Members are the desired members (and any other member of the config), by host.
+	Members map[string]MemberView
+	// Config is the newest replica-set config any member holds, nil when none does.
+	Config *mongo.Config
+	// ConfigFrom is the host Config was read from.
+	ConfigFrom string
+	// Status is replSetGetStatus from the primary, or from a member holding the
+	// config when there is no primary; nil when none answered.
+	Status *mongo.Status
+	// Statuses is each reachable member's own replSetGetStatus, for the
+	// majority-loss evidence.
+	Statuses map[string]*mongo.Status
+	// Primary is the host of the writable primary, "" when there is none.
+	Primary string
+	// AdminUser says whether the admin user exists; nil when not checked (no
+	// primary, or not initiated).
+	AdminUser *bool
+	// ForceAnnotation is the member a person named to force a reconfig onto,
+	// under the Manual majority-loss policy ("" when none).
+	ForceAnnotation string
+}
+
+// PodView is one member pod as observed.
+type PodView struct {
+	Name     string `json:"name"`
+	Phase    string `json:"phase"`
+	Ready    bool   `json:"ready"`
+	Deleting bool   `json:"deleting,omitempty"`
+}
+
+// MemberView is one member as its own hello (and status) reports it.
+type MemberView struct {
+	// Name is the pod name, Host the config host.
+	Name, Host string
+	// Arbiter is true for the arbiter member.
+	Arbiter bool
+	// Answers is true when hello succeeded.
+	Answers bool
+	// Err is why hello failed.
+	Err string
+	// HasConfig is true when the member holds a replica-set config naming it.
+	HasConfig bool
+	// Removed is true when the member holds a config that does not name it.
+	Removed bool
+	// ConfigVersion is the version of its config.
+	ConfigVersion int64
+	// State is the replica-set state as the primary's status reports it.
+	State mongo.MemberState
+	// Primary is true when the member says it is the writable primary.
+	Primary bool
+}
+
+// answering returns the hosts that answer hello, as the planner wants them.
+func (o Observation) answering() mongo.Hosts {
+	h := mongo.Hosts{}
+	for host, m := range o.Members {
+		if m.Answers {
+			h[mongo.NormalizeHost(host)] = true
+		}
+	}
+	return h
+}
