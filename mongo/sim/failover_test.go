@@ -215,3 +215,35 @@ func configWith(cfg bson.Raw, members bson.A, version int64) bson.D {
 	}
 	return d
 }
+
+func TestStepDownHandoffFreezeAndShutdown(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	pc := ms[p].client(t)
+	if _, err := run(pc, bson.D{{Key: "replSetFreeze", Value: 30}}); !hasCode(err, 95) {
+		t.Fatalf("freeze on primary: want 95, got %v", err)
+	}
+	if _, err := run(pc, bson.D{{Key: "replSetStepDown", Value: 5}, {Key: "secondaryCatchUpPeriodSecs", Value: 10}}); !hasCode(err, 2) {
+		t.Fatalf("stepdown shorter than catch-up: want 2, got %v", err)
+	}
+	mustRun(t, pc, bson.D{{Key: "replSetStepDown", Value: 60}})
+	others := append(append([]*member{}, ms[:p]...), ms[p+1:]...)
+	np := waitPrimary(t, others, 20*time.Second)
+	if s := state(t, ms[p]); s != 2 {
+		t.Fatalf("stepped-down member state %d", s)
+	}
+	if _, err := run(pc, bson.D{{Key: "replSetStepDown", Value: 60}}); !hasCode(err, 10107) {
+		t.Fatalf("stepdown on secondary: want 10107, got %v", err)
+	}
+	// shutdown closes the connection without a reply and the process exits.
+	sc := others[np].client(t)
+	if _, err := run(sc, bson.D{{Key: "shutdown", Value: 1}, {Key: "force", Value: true}}); err == nil {
+		t.Fatal("shutdown replied ok")
+	}
+	select {
+	case <-others[np].done:
+	case <-time.After(20 * time.Second):
+		t.Fatal("process did not exit after shutdown")
+	}
+	others[np].cmd = nil
+	waitPrimary(t, ms, 30*time.Second)
+}

@@ -220,6 +220,16 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	select {
 	case <-ctx.Done():
+		// Signalled shutdown: a primary first tries to hand over, as mongod
+		// does within shutdownTimeoutMillisForSignaledShutdown (15 s).
+		n.mu.Lock()
+		primary := n.state == StatePrimary
+		n.mu.Unlock()
+		if primary {
+			if err := n.stepDown(10*time.Second, 15*time.Second, false, time.Now().Add(15*time.Second)); err != nil {
+				_ = n.stepDown(10*time.Second, 0, true, time.Now())
+			}
+		}
 	case <-n.quit:
 	}
 	n.shutdown()
@@ -250,8 +260,16 @@ func (n *Node) shutdown() {
 		c.nc.Close()
 	}
 	n.connMu.Unlock()
-	n.bg.Wait()
+	waited := make(chan struct{})
+	go func() { n.bg.Wait(); close(waited) }()
+	select {
+	case <-waited:
+	case <-time.After(3 * time.Second):
+		// A heartbeat stuck on an unreachable peer must not hold the exit.
+	}
+	n.mu.Lock()
 	n.store.Close()
+	n.mu.Unlock()
 	n.logI("CONTROL", 20565, "Now exiting", nil)
 	close(n.done)
 }

@@ -547,7 +547,6 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 					}
 					return tickIdle
 				}
-				n.resetElectionTimerLocked()
 				return tickIdle
 			}
 		}
