@@ -85,8 +85,8 @@ func containerInit(specPath string) error {
 	}
 	in := func(p string) string { return filepath.Join(s.Root, p) }
 	for _, h := range s.Hide {
-		if _, err := os.Stat(in(h)); err == nil {
-			if err := unix.Mount("tmpfs", in(h), "tmpfs", unix.MS_RDONLY, "size=4k,mode=0755"); err != nil {
+		if _, err := os.Stat(resolveIn(s.Root, h)); err == nil {
+			if err := unix.Mount("tmpfs", resolveIn(s.Root, h), "tmpfs", unix.MS_RDONLY, "size=4k,mode=0755"); err != nil {
 				return fmt.Errorf("hide %s: %w", h, err)
 			}
 		}
@@ -217,12 +217,50 @@ func ensureTarget(target string, dir bool) error {
 	return os.WriteFile(target, nil, 0o644)
 }
 
+// resolveIn resolves a path inside root as the container will see it: symlinks,
+// absolute ones included, are followed within root, never out to the host. The last
+// component is not followed, so that a mount replaces a symlink rather than
+// landing where it points.
+func resolveIn(root, p string) string {
+	parts := strings.Split(filepath.Clean("/"+p), "/")
+	last := parts[len(parts)-1]
+	parts = parts[:len(parts)-1]
+	cur := "/"
+	links := 0
+	for i := 0; i < len(parts); i++ {
+		part := parts[i]
+		switch part {
+		case "", ".":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, part)
+		host := filepath.Join(root, next)
+		if fi, err := os.Lstat(host); err == nil && fi.Mode()&fs.ModeSymlink != 0 && links < 40 {
+			target, err := os.Readlink(host)
+			if err == nil {
+				links++
+				if filepath.IsAbs(target) {
+					cur = "/"
+				}
+				parts = append(strings.Split(target, "/"), parts[i+1:]...)
+				i = -1
+				continue
+			}
+		}
+		cur = next
+	}
+	return filepath.Join(root, cur, last)
+}
+
 func bindInto(root string, m mountSpec) error {
 	st, err := os.Stat(m.Source)
 	if err != nil {
 		return fmt.Errorf("mount %s: %w", m.Target, err)
 	}
-	target := filepath.Join(root, m.Target)
+	target := resolveIn(root, m.Target)
 	if err := ensureTarget(target, st.IsDir()); err != nil {
 		return fmt.Errorf("mount point %s: %w", m.Target, err)
 	}

@@ -195,3 +195,5 @@ func unmountIfMounted(path string) error {
 	}
 	return fmt.Errorf("unmount %s: %w", path, err)
 }
+
+func itoa(i int) string { return strconv.Itoa(i) }

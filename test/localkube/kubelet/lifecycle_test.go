@@ -129,7 +129,9 @@ func TestVolumeSurvivesPodAndProcessesEnd(t *testing.T) {
 	if _, err := e.cs.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.cs.CoreV1().PersistentVolumes().Delete(context.Background(), "pv-test", metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = e.cs.CoreV1().PersistentVolumes().Delete(context.Background(), "pv-test", metav1.DeleteOptions{})
+	})
 	pvc := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "data", Namespace: testNS},
 		Spec: corev1.PersistentVolumeClaimSpec{

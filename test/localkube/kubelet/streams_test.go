@@ -3,8 +3,8 @@ package kubelet
 import (
 	"bufio"
 	"bytes"
-	"fmt"
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
