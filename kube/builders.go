@@ -254,8 +254,8 @@ func MongodArgs(m *v1alpha1.Mgors) []string {
 		"--dbpath", DataPath,
 		"--keyFile", KeyfilePath,
 		"--auth",
-		// Let a SIGTERMed primary step down and wait for a secondary to catch
-		// up, within the pod's grace period (30 s).
+		// The quiesce period after SIGTERM (MongoDB 5.0+): a primary steps down
+		// and running operations finish, within the pod's 30 s grace period.
 		"--setParameter", "shutdownTimeoutMillisForSignaledShutdown=20000",
 	}
 	if t := m.Spec.TLS; t != nil {
