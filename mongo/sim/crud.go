@@ -156,11 +156,7 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 	inserted := 0
 	n.mu.Lock()
 	for i, d := range docs {
-		if _, err := d.LookupErr("_id"); err != nil {
-			var dd bson.D
-			_ = bson.Unmarshal(d, &dd)
-			d = mustRaw(append(bson.D{{Key: "_id", Value: bson.NewObjectID()}}, dd...))
-		}
+		d = idFirst(d)
 		id := d.Lookup("_id")
 		if n.data.Coll(db, coll, false).Get(id) != nil {
 			writeErrors = append(writeErrors, writeErr(i, 11000,
@@ -771,4 +767,27 @@ func (c *conn) cmdCollStats(req *Request) (bson.D, error) {
 		{Key: "capped", Value: false}, {Key: "nindexes", Value: int32(1)}, {Key: "indexDetails", Value: bson.D{}},
 		{Key: "indexBuilds", Value: bson.A{}}, {Key: "totalIndexSize", Value: int64(4096)}, {Key: "totalSize", Value: size + 4096},
 		{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: int64(4096)}}}, {Key: "scaleFactor", Value: int32(1)}}, nil
+}
+
+// idFirst returns doc with _id as its first field (generated if absent),
+// as mongod stores documents.
+func idFirst(doc bson.Raw) bson.Raw {
+	if e, err := doc.IndexErr(0); err == nil && e.Key() == "_id" {
+		return doc
+	}
+	var dd bson.D
+	_ = bson.Unmarshal(doc, &dd)
+	out := bson.D{{Key: "_id", Value: nil}}
+	found := false
+	for _, e := range dd {
+		if e.Key == "_id" {
+			out[0].Value, found = e.Value, true
+			continue
+		}
+		out = append(out, e)
+	}
+	if !found {
+		out[0].Value = bson.NewObjectID()
+	}
+	return mustRaw(out)
 }

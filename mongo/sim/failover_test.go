@@ -247,3 +247,27 @@ func TestStepDownHandoffFreezeAndShutdown(t *testing.T) {
 	others[np].cmd = nil
 	waitPrimary(t, ms, 30*time.Second)
 }
+
+func TestPriorityTakeover(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	pc := ms[p].client(t)
+	cfg := mustRun(t, pc, bson.D{{Key: "replSetGetConfig", Value: 1}}).Lookup("config").Document()
+	v, _ := cfg.Lookup("version").AsInt64OK()
+	want := (p + 1) % 3
+	vals, _ := cfg.Lookup("members").Array().Values()
+	members := bson.A{}
+	for i, x := range vals {
+		var d bson.D
+		_ = bson.Unmarshal(x.Document(), &d)
+		if i == want {
+			for j := range d {
+				if d[j].Key == "priority" {
+					d[j].Value = 5.0
+				}
+			}
+		}
+		members = append(members, d)
+	}
+	mustRun(t, pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, members, v+1)}})
+	waitFor(t, 30*time.Second, "higher-priority member takes over", func() bool { return primaryOf(ms) == want })
+}

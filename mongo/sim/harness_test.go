@@ -96,6 +96,43 @@ func (s *syncBuffer) String() string {
 
 func newMember(t *testing.T, extra ...string) *member {
 	ip, port := freeAddr(t)
+	return newMemberAt(t, ip, port, extra...)
+}
+
+// sharedPortMembers starts n members on distinct addresses and one port,
+// so finding "self" in a config needs mongod's _isSelf check.
+func sharedPortMembers(t *testing.T, n int, extra ...string) []*member {
+	t.Helper()
+	for attempt := 0; attempt < 20; attempt++ {
+		var ips []string
+		for range n {
+			ip, _ := freeAddr(t)
+			ips = append(ips, ip)
+		}
+		_, port := freeAddr(t)
+		free := true
+		for _, ip := range ips {
+			l, err := net.Listen("tcp", fmt.Sprintf("%s:%d", ip, port))
+			if err != nil {
+				free = false
+				break
+			}
+			l.Close()
+		}
+		if !free {
+			continue
+		}
+		var ms []*member
+		for _, ip := range ips {
+			ms = append(ms, newMemberAt(t, ip, port, extra...))
+		}
+		return ms
+	}
+	t.Fatal("no shared free port")
+	return nil
+}
+
+func newMemberAt(t *testing.T, ip string, port int, extra ...string) *member {
 	m := &member{t: t, ip: ip, port: port, host: fmt.Sprintf("%s:%d", ip, port), dbpath: t.TempDir(), extra: extra}
 	m.start()
 	t.Cleanup(func() {

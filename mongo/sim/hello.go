@@ -114,7 +114,7 @@ func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
 		switch {
 		case m.ArbiterOnly:
 			arbiters = append(arbiters, m.Host)
-		case m.Priority > 0 && !m.NewlyAdded || m.NewlyAdded && m.Priority > 0:
+		case m.Priority > 0 && !m.NewlyAdded:
 			hosts = append(hosts, m.Host)
 		default:
 			passives = append(passives, m.Host)

@@ -59,6 +59,7 @@ type Node struct {
 	primary    int // member index believed primary, -1 unknown
 	peers      map[string]*peerState
 	electionAt time.Time
+	takeoverAt time.Time
 	stepUntil  time.Time
 	leaderTime bson.Timestamp
 	leaderDate time.Time
@@ -236,7 +237,7 @@ func (n *Node) Run(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown asks a running node to stop (used by the shutdown command).
+// requestShutdown asks a running node to stop (shutdown command, signals).
 func (n *Node) requestShutdown() {
 	n.shutdownN.Do(func() { close(n.quit) })
 }

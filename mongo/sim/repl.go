@@ -534,19 +534,26 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 			p := n.peers[pm.Host]
 			if p != nil && now.Sub(p.lastOK) < et {
 				// Priority takeover: higher priority and fresh.
-				if me.Priority > pm.Priority && !p.applied.IsZero() && p.applied.TS.T <= n.applied.TS.T+2 && !n.applied.Less(OpTime{T: p.applied.T}) {
-					rank := 0
-					for _, m := range n.rs.Members {
-						if m.Priority > me.Priority {
-							rank++
+				if me.Priority > pm.Priority && p.term == n.term && freshFor(n.applied, p.applied) {
+					if n.takeoverAt.IsZero() {
+						rank := 0
+						for _, m := range n.rs.Members {
+							if m.Priority > me.Priority {
+								rank++
+							}
 						}
+						off := time.Duration(rand.Int64N(int64(et)*15/100 + 1))
+						n.takeoverAt = now.Add(time.Duration(rank+1)*et + off)
+						return tickIdle
 					}
-					if now.After(n.electionAt.Add(time.Duration(rank) * et)) {
-						n.resetElectionTimerLocked()
+					if now.After(n.takeoverAt) {
+						n.takeoverAt = time.Time{}
+						n.logI("ELECTION", 21437, "Starting an election for a priority takeover", nil)
 						return actElect
 					}
 					return tickIdle
 				}
+				n.takeoverAt = time.Time{}
 				return tickIdle
 			}
 		}
@@ -792,4 +799,13 @@ func (n *Node) membersAppliedLocked(ot OpTime, votersOnly bool) int {
 		}
 	}
 	return cnt
+}
+
+// freshFor: our last applied optime is within 2 seconds of the primary's
+// (priorityTakeoverFreshnessWindowSeconds), in the same term.
+func freshFor(mine, primary OpTime) bool {
+	if primary.IsZero() {
+		return true
+	}
+	return mine.T == primary.T && int64(mine.TS.T)+2 >= int64(primary.TS.T)
 }

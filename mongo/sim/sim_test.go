@@ -12,7 +12,7 @@ import (
 )
 
 func TestInitiateThreeMembersAndDiscoverPrimary(t *testing.T) {
-	ms := []*member{newMember(t), newMember(t), newMember(t)}
+	ms := sharedPortMembers(t, 3)
 	for _, m := range ms {
 		h := helloOf(m)
 		if h == nil {
