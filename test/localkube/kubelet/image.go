@@ -186,6 +186,14 @@ func assembleImages(root string, src imageSources) (map[string]string, []string,
 	} else {
 		missing = append(missing, "usr/bin/mongosh")
 	}
+	// The official images' entrypoint runs mongod when the pod passes only options.
+	entry := "#!/bin/sh\n# localkube's stand-in for the mongo images' entrypoint: options alone run mongod.\ncase \"$1\" in -*) set -- mongod \"$@\" ;; esac\nexec \"$@\"\n"
+	if err := os.MkdirAll(filepath.Join(mongo, "usr/local/bin"), 0o755); err != nil {
+		return nil, nil, err
+	}
+	if err := os.WriteFile(filepath.Join(mongo, "usr/local/bin/docker-entrypoint.sh"), []byte(entry), 0o755); err != nil {
+		return nil, nil, err
+	}
 	dirs["mongo"] = mongo
 
 	op := filepath.Join(root, "operator")
