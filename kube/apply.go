@@ -60,6 +60,7 @@ type ImmutableChange struct {
 	Field string
 }
 
+// Error names the object and the field.
 func (e *ImmutableChange) Error() string {
 	return fmt.Sprintf("%s %s: %s differs and cannot be updated in place", e.Kind, e.Name, e.Field)
 }
@@ -72,6 +73,7 @@ type NotOwned struct {
 	Kind, Name string
 }
 
+// Error names the object.
 func (e *NotOwned) Error() string {
 	return fmt.Sprintf("%s %s exists and is not owned by this Mgors", e.Kind, e.Name)
 }
@@ -84,6 +86,7 @@ type Terminating struct {
 	Kind, Name string
 }
 
+// Error names the object.
 func (e *Terminating) Error() string {
 	return fmt.Sprintf("%s %s is being deleted", e.Kind, e.Name)
 }
@@ -95,6 +98,7 @@ type MissingSecretKey struct {
 	Name, Key string
 }
 
+// Error names the Secret and the key.
 func (e *MissingSecretKey) Error() string {
 	return fmt.Sprintf("secret %s has no key %q", e.Name, e.Key)
 }

@@ -40,6 +40,7 @@ type Problem struct {
 	Message string
 }
 
+// String is the Problem as one line, for logs.
 func (p Problem) String() string { return p.Reason + ": " + p.Message }
 
 // waiting reasons of a container that need a person, by the Problem reason
