@@ -243,6 +243,13 @@ func PodSpecHash(spec *corev1.PodSpec) string {
 	return hex.EncodeToString(sum[:8])
 }
 
+// PodOutdated reports whether a pod runs an older pod spec than its
+// StatefulSet's template, so the actor knows which members still need a
+// restart. A pod without the annotation predates it and is outdated too.
+func PodOutdated(pod *corev1.Pod, set *appsv1.StatefulSet) bool {
+	return pod.Annotations[TemplateHashAnnotation] != set.Spec.Template.Annotations[TemplateHashAnnotation]
+}
+
 // MongodArgs is the mongod command line of the members and arbiters.
 // Authentication is always on: --keyFile for members, --auth for clients.
 func MongodArgs(m *v1alpha1.Mgors) []string {

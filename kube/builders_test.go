@@ -271,6 +271,21 @@ func TestTemplateHash(t *testing.T) {
 	}
 }
 
+func TestPodOutdated(t *testing.T) {
+	set := StatefulSet(sample(), Options{})
+	current := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: set.Spec.Template.Annotations}}
+	old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{TemplateHashAnnotation: "0000"}}}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want bool
+	}{{"current", current, false}, {"old", old, true}, {"no annotation", &corev1.Pod{}, true}} {
+		if got := PodOutdated(tc.pod, set); got != tc.want {
+			t.Errorf("%s: PodOutdated = %v", tc.name, got)
+		}
+	}
+}
+
 func TestAffinity(t *testing.T) {
 	userAnti := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "zone"}}}}

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -24,6 +27,7 @@ const (
 	ReasonCrashLoopBackOff      = "CrashLoopBackOff"
 	ReasonImagePull             = "ImagePullFailed"
 	ReasonContainerConfig       = "ContainerConfigError"
+	ReasonPodCreateFailed       = "PodCreateFailed"
 )
 
 // maxMessage bounds a Problem's message: it goes into a condition and an Event.
@@ -56,8 +60,9 @@ var waitingProblems = map[string]string{
 }
 
 // Diagnose looks at m's pods and volume claims for what blocks provisioning or
-// recovery: unschedulable pods, claims waiting for a StorageClass that does not
-// exist, images that cannot be pulled, containers that crash. It returns the
+// recovery: StatefulSets that cannot create their pods, unschedulable pods,
+// claims waiting for a StorageClass that does not exist, images that cannot be
+// pulled, containers that crash. It returns the
 // problems sorted by object; none means nothing outside the operator is known
 // to block. Each API call has the Applier's deadline.
 func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, error) {
@@ -71,6 +76,15 @@ func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, e
 	var out []Problem
 	for i := range pods.Items {
 		out = append(out, podProblems(&pods.Items[i])...)
+	}
+	for _, name := range []string{m.Name, ArbiterName(m)} {
+		p, err := a.createFailure(ctx, m, name)
+		if err != nil {
+			return nil, err
+		}
+		if p != nil {
+			out = append(out, *p)
+		}
 	}
 	claims, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PersistentVolumeClaimList, error) {
 		return a.Client.CoreV1().PersistentVolumeClaims(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
@@ -125,6 +139,58 @@ func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, e
 		return out[i].Reason < out[j].Reason
 	})
 	return out, nil
+}
+
+// createFailure is why a StatefulSet of m that misses pods cannot create them
+// (a quota, an admission policy), from its controller's latest FailedCreate
+// Event; nil when it misses none or nothing says why.
+func (a *Applier) createFailure(ctx context.Context, m *v1alpha1.Mgors, name string) (*Problem, error) {
+	set, err := bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+		return a.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, name, metav1.GetOptions{})
+	})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if set.Spec.Replicas == nil || set.Status.Replicas >= *set.Spec.Replicas {
+		return nil, nil
+	}
+	sel := fields.Set{"involvedObject.kind": "StatefulSet", "involvedObject.name": name, "reason": "FailedCreate"}
+	events, err := bounded(ctx, a, func(ctx context.Context) (*corev1.EventList, error) {
+		return a.Client.CoreV1().Events(m.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
+	})
+	if err != nil {
+		return nil, err
+	}
+	var latest *corev1.Event
+	for i := range events.Items {
+		e := &events.Items[i]
+		if e.InvolvedObject.UID != set.UID || e.Reason != "FailedCreate" {
+			continue // the selector is a hint some servers and fakes ignore
+		}
+		if latest == nil || eventTime(e).After(eventTime(latest)) {
+			latest = e
+		}
+	}
+	if latest == nil {
+		return nil, nil
+	}
+	return &Problem{Reason: ReasonPodCreateFailed, Object: "StatefulSet/" + name,
+		Message: clip(fmt.Sprintf("statefulset %s cannot create pods: %s", name, latest.Message))}, nil
+}
+
+// eventTime is when an Event last happened, whichever API wrote it.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	default:
+		return e.EventTime.Time
+	}
 }
 
 func hasDefaultStorageClass(ctx context.Context, a *Applier) (bool, error) {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
@@ -89,5 +91,39 @@ func TestClip(t *testing.T) {
 	}
 	if clip("short") != "short" {
 		t.Error("clip changed a short message")
+	}
+}
+
+func TestDiagnoseCreateFailure(t *testing.T) {
+	ctx := context.Background()
+	m := sample()
+	set := StatefulSet(m, Options{})
+	set.UID = "sts-uid"
+	set.Status.Replicas = 1
+	event := func(name, uid, msg string, at time.Time) *corev1.Event {
+		return &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{Name: name, Namespace: "ns"},
+			InvolvedObject: corev1.ObjectReference{Kind: "StatefulSet", Name: "db", UID: types.UID(uid)},
+			Reason:         "FailedCreate", Message: msg, LastTimestamp: metav1.NewTime(at),
+		}
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	older := event("e1", "sts-uid", `create Pod db-1 in StatefulSet db failed error: pods "db-1" is forbidden: exceeded quota: q, requested: memory=1Gi`, t0)
+	newer := event("e2", "sts-uid", `create Pod db-1 in StatefulSet db failed error: pods "db-1" is forbidden: exceeded quota: q, requested: memory=2Gi`, t0.Add(time.Minute))
+	stale := event("e3", "previous-uid", "from the StatefulSet of a previous incarnation", t0.Add(time.Hour))
+	c := fake.NewClientset(set, older, newer, stale)
+	got, err := NewApplier(c).Diagnose(ctx, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Reason != ReasonPodCreateFailed || got[0].Object != "StatefulSet/db" || !strings.Contains(got[0].Message, "memory=2Gi") {
+		t.Errorf("problems %+v", got)
+	}
+	// A StatefulSet with all its pods has no creation problem, whatever old Events say.
+	full := set.DeepCopy()
+	full.Status.Replicas = *full.Spec.Replicas
+	c = fake.NewClientset(full, newer)
+	if got, err := NewApplier(c).Diagnose(ctx, m); err != nil || len(got) != 0 {
+		t.Errorf("problems %v err %v", got, err)
 	}
 }
