@@ -1,0 +1,405 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
+	"github.com/rs/zerolog"
+
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
+)
+
+// World is what a Cluster actor observes and acts on: the Kubernetes API and the
+// members, through kube and mongo. Every method bounds its own calls with the
+// context's deadline; the actor calls them off its mailbox, never inside Receive.
+type World interface {
+	// Observe looks at the cluster's objects, pods and members.
+	Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error)
+	// Act carries out one action.
+	Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error
+	// WriteStatus writes the status when it differs from what is stored.
+	WriteStatus(ctx context.Context, m *v1alpha1.Mgors, st v1alpha1.MgorsStatus) error
+	// Event records a Kubernetes Event on the Mgors, for `kubectl describe`.
+	Event(m *v1alpha1.Mgors, warning bool, reason, message string)
+}
+
+// Deps is what every Cluster actor shares.
+type Deps struct {
+	Store eventlog.Store
+	World World
+	Log   zerolog.Logger
+	// Writer names this operator instance in the records it writes.
+	Writer string
+	// ClusterDomain is the cluster's DNS domain, for member host names.
+	ClusterDomain string
+	// Interval is the period of the observation timer.
+	Interval time.Duration
+	// ObserveTimeout and ActTimeout bound one observation and one action.
+	ObserveTimeout, ActTimeout time.Duration
+	// SnapshotEvery is how many records pass between snapshots (0: never).
+	SnapshotEvery int64
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// AfterAppend, when set, is called after each record is durable and before
+	// anything else happens: the recovery tests crash the operator there.
+	AfterAppend func(eventlog.Record)
+	// Metrics receives the actor's measurements (nil: none).
+	Metrics Metrics
+}
+
+// Metrics is what the actors report; cmd wires it to Prometheus.
+type Metrics interface {
+	Phase(cluster string, phase v1alpha1.Phase)
+	Transition(cluster string, from, to v1alpha1.Phase)
+	Observed(cluster string, d time.Duration, err error)
+	Acted(cluster string, action ActionKind, d time.Duration, err error)
+	Forget(cluster string)
+}
+
+func (d *Deps) now() time.Time {
+	if d.Now != nil {
+		return d.Now()
+	}
+	return time.Now()
+}
+
+// Messages a Cluster actor receives from the Manager.
+type (
+	// Update carries the Mgors as last seen by the watch.
+	Update struct{ Mgors *v1alpha1.Mgors }
+	// Poke asks for an observation now: an owned object changed.
+	Poke struct{ Reason string }
+)
+
+// Messages a Cluster actor sends itself from its goroutines.
+type (
+	tick      struct{}
+	recovered struct {
+		state State
+		err   error
+	}
+	observed struct {
+		obs Observation
+		err error
+		dur time.Duration
+	}
+	persisted struct {
+		recs   []eventlog.Record
+		events []Event
+		action *Action
+		obs    *Observation
+		err    error
+	}
+	acted struct {
+		action Action
+		err    error
+		dur    time.Duration
+	}
+)
+
+// cluster is the Cluster actor: one per Mgors incarnation (namespace, name, UID).
+// Its mailbox only ever does quick work; observing, persisting and acting run in
+// goroutines that report back by message, one step at a time.
+type cluster struct {
+	deps   *Deps
+	stream eventlog.Stream
+	log    zerolog.Logger
+
+	mgors     *v1alpha1.Mgors
+	state     State
+	ready     bool // the state was recovered from the log
+	busy      bool // a step (observe, persist, act) is under way
+	again     bool // something asked for an observation while busy
+	lastObs   *Observation
+	sinceSnap int64
+	stopTimer scheduler.CancelFunc
+}
+
+// NewClusterProps returns the props of a Cluster actor for one Mgors incarnation.
+func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
+	stream := eventlog.Stream{Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
+	first := m.DeepCopy()
+	return actor.PropsFromProducer(func() actor.Actor {
+		return &cluster{
+			deps: deps, stream: stream, mgors: first, state: Initial(),
+			log: deps.Log.With().Str("cluster", stream.Key()).Str("uid", stream.UID).Logger(),
+		}
+	})
+}
+
+// Receive handles one message; nothing here blocks.
+func (c *cluster) Receive(ctx actor.Context) {
+	switch msg := ctx.Message().(type) {
+	case *actor.Started:
+		c.recover(ctx)
+	case *actor.Restarting, *actor.Stopping:
+		if c.stopTimer != nil {
+			c.stopTimer()
+		}
+	case *actor.Stopped:
+		if c.deps.Metrics != nil {
+			c.deps.Metrics.Forget(c.stream.Key())
+		}
+	case Update:
+		if msg.Mgors != nil && string(msg.Mgors.UID) == c.stream.UID {
+			c.mgors = msg.Mgors.DeepCopy()
+			c.observe(ctx)
+		}
+	case Poke, tick:
+		c.observe(ctx)
+	case recovered:
+		c.onRecovered(ctx, msg)
+	case observed:
+		c.onObserved(ctx, msg)
+	case persisted:
+		c.onPersisted(ctx, msg)
+	case acted:
+		c.onActed(ctx, msg)
+	}
+}
+
+// async runs f off the mailbox and sends its result to self. A panic in f is
+// turned into an error message: goroutines are not supervised.
+func async(ctx actor.Context, f func() any, onPanic func(error) any) {
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	go func() {
+		var msg any
+		defer func() {
+			if r := recover(); r != nil {
+				msg = onPanic(fmt.Errorf("panic: %v\n%s", r, debug.Stack()))
+			}
+			root.Send(self, msg)
+		}()
+		msg = f()
+	}()
+}
+
+// recover rebuilds the state from the log (snapshot, then records), off the mailbox.
+func (c *cluster) recover(ctx actor.Context) {
+	c.busy = true
+	deps, stream := c.deps, c.stream
+	async(ctx, func() any {
+		lctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
+		defer cancel()
+		snap, recs, err := deps.Store.Load(lctx, stream)
+		if err != nil {
+			return recovered{err: err}
+		}
+		s := Initial()
+		if snap != nil {
+			if err := unmarshalState(snap.State, &s); err != nil {
+				return recovered{err: fmt.Errorf("snapshot at seq %d: %w", snap.Seq, err)}
+			}
+		}
+		s, err = Fold(s, recs)
+		return recovered{state: s, err: err}
+	}, func(err error) any { return recovered{err: err} })
+}
+
+func (c *cluster) onRecovered(ctx actor.Context, msg recovered) {
+	if msg.err != nil {
+		// Without its log the actor must not act: fail, and let the supervisor
+		// restart it with back-off.
+		panic(fmt.Errorf("recovering the event log of %s: %w", c.stream, msg.err))
+	}
+	c.state, c.ready, c.busy = msg.state, true, false
+	c.log.Info().Int64("seq", c.state.Seq).Str("phase", string(c.state.Phase)).Msg("recovered from the event log; observing before acting")
+	c.stopTimer = scheduler.NewTimerScheduler(ctx).SendRepeatedly(c.deps.Interval, c.deps.Interval, ctx.Self(), tick{})
+	c.observe(ctx)
+}
+
+// observe starts an observation unless a step is under way (then it runs next).
+func (c *cluster) observe(ctx actor.Context) {
+	if !c.ready || c.busy {
+		c.again = true
+		return
+	}
+	c.busy, c.again = true, false
+	deps, m := c.deps, c.mgors.DeepCopy()
+	desired := mongo.Desired(m, deps.ClusterDomain)
+	async(ctx, func() any {
+		start := time.Now()
+		octx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
+		defer cancel()
+		obs, err := deps.World.Observe(octx, m, desired)
+		return observed{obs: obs, err: err, dur: time.Since(start)}
+	}, func(err error) any { return observed{err: err} })
+}
+
+func (c *cluster) onObserved(ctx actor.Context, msg observed) {
+	if c.deps.Metrics != nil {
+		c.deps.Metrics.Observed(c.stream.Key(), msg.dur, msg.err)
+	}
+	if msg.err != nil {
+		c.log.Warn().Err(msg.err).Msg("observation failed; retrying on the next tick")
+		c.idle(ctx)
+		return
+	}
+	obs := msg.obs
+	c.lastObs = &obs
+	in := Inputs{Mgors: c.mgors, Desired: mongo.Desired(c.mgors, c.deps.ClusterDomain), Obs: obs, Now: c.deps.now()}
+	d := Decide(c.state, in)
+	if len(d.Events) == 0 {
+		c.writeStatus(ctx)
+		c.idle(ctx)
+		return
+	}
+	c.persist(ctx, d.Events, d.Action, "observation")
+}
+
+// persist appends the events (write-ahead) off the mailbox; onPersisted folds
+// them and only then carries out the action.
+func (c *cluster) persist(ctx actor.Context, events []Event, action *Action, cause string) {
+	now := c.deps.now()
+	recs := make([]eventlog.Record, 0, len(events))
+	for i, e := range events {
+		r, err := Encode(c.stream, c.state.Seq+int64(i)+1, now, cause, c.deps.Writer, e)
+		if err != nil {
+			panic(err) // an event that cannot be encoded is a programming error
+		}
+		recs = append(recs, r)
+	}
+	deps, stream := c.deps, c.stream
+	async(ctx, func() any {
+		pctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
+		defer cancel()
+		err := deps.Store.Append(pctx, stream, recs...)
+		return persisted{recs: recs, events: events, action: action, err: err}
+	}, func(err error) any { return persisted{err: err} })
+}
+
+func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
+	if msg.err != nil {
+		if errors.Is(msg.err, eventlog.ErrSequence) {
+			// Someone else wrote this log (a second operator): our state is
+			// stale. Restart, which reloads it.
+			panic(fmt.Errorf("event log of %s changed under this actor: %w", c.stream, msg.err))
+		}
+		c.log.Warn().Err(msg.err).Msg("persisting events failed; nothing was carried out, retrying on the next tick")
+		c.idle(ctx)
+		return
+	}
+	for i, r := range msg.recs {
+		before := c.state
+		c.state = Evolve(c.state, r.Seq, r.Time, msg.events[i])
+		c.announce(r, before, msg.events[i])
+		if c.deps.AfterAppend != nil {
+			c.deps.AfterAppend(r)
+		}
+	}
+	c.sinceSnap += int64(len(msg.recs))
+	c.maybeSnapshot(ctx)
+	c.writeStatus(ctx)
+	if msg.action == nil {
+		c.idle(ctx)
+		return
+	}
+	c.carryOut(ctx, *msg.action)
+}
+
+// announce writes the record's log line, Kubernetes Event and metrics.
+func (c *cluster) announce(r eventlog.Record, before State, e Event) {
+	reason := ""
+	switch e := e.(type) {
+	case PhaseChanged:
+		reason = e.Reason
+		c.deps.World.Event(c.mgors, false, "PhaseChanged", fmt.Sprintf("%s → %s: %s", e.From, e.To, e.Reason))
+		if c.deps.Metrics != nil {
+			c.deps.Metrics.Transition(c.stream.Key(), e.From, e.To)
+			c.deps.Metrics.Phase(c.stream.Key(), e.To)
+		}
+	case ActionStarted:
+		reason = e.Reason
+	case ActionFailed:
+		reason = e.Error
+		c.deps.World.Event(c.mgors, true, string(e.Action)+"Failed", e.Error)
+	case Initiated:
+		if !e.Found {
+			c.deps.World.Event(c.mgors, false, "Initiated", fmt.Sprintf("replica set initiated on %s", e.Host))
+		}
+	case AdminUserReady:
+		if !e.Found {
+			c.deps.World.Event(c.mgors, false, "UserCreated", "admin user created")
+		}
+	case ActionFinished:
+		if e.Action == ActReconfig {
+			c.deps.World.Event(c.mgors, false, "Reconfigured", fmt.Sprintf("replica-set config version %d", c.state.View.ConfigVersion))
+		}
+	case MajorityLost:
+		reason = e.Evidence
+		c.deps.World.Event(c.mgors, true, "MajorityLost", e.Evidence)
+	case WorldDisagreed:
+		reason = e.World
+	}
+	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
+}
+
+func (c *cluster) carryOut(ctx actor.Context, a Action) {
+	deps, m := c.deps, c.mgors.DeepCopy()
+	async(ctx, func() any {
+		start := time.Now()
+		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)
+		defer cancel()
+		err := deps.World.Act(actx, m, a)
+		return acted{action: a, err: err, dur: time.Since(start)}
+	}, func(err error) any { return acted{action: a, err: err} })
+}
+
+func (c *cluster) onActed(ctx actor.Context, msg acted) {
+	if c.deps.Metrics != nil {
+		c.deps.Metrics.Acted(c.stream.Key(), msg.action.Kind, msg.dur, msg.err)
+	}
+	c.again = true // look at the action's effect as soon as its result is recorded
+	c.persist(ctx, Conclude(msg.action, msg.err), nil, "result of "+string(msg.action.Kind))
+}
+
+// idle ends a step, and starts the next observation if one was asked for.
+func (c *cluster) idle(ctx actor.Context) {
+	c.busy = false
+	if c.again {
+		c.observe(ctx)
+	}
+}
+
+func (c *cluster) writeStatus(ctx actor.Context) {
+	if c.lastObs == nil {
+		return
+	}
+	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
+	deps, m, log := c.deps, c.mgors.DeepCopy(), c.log
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
+		defer cancel()
+		if err := deps.World.WriteStatus(sctx, m, st); err != nil {
+			log.Warn().Err(err).Msg("writing status failed; it is written again after the next change")
+		}
+	}()
+}
+
+func (c *cluster) maybeSnapshot(ctx actor.Context) {
+	if c.deps.SnapshotEvery <= 0 || c.sinceSnap < c.deps.SnapshotEvery {
+		return
+	}
+	c.sinceSnap = 0
+	b, err := marshalState(c.state)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("encoding a snapshot failed")
+		return
+	}
+	snap := eventlog.Snapshot{Seq: c.state.Seq, Time: c.deps.now(), State: b}
+	deps, stream, log := c.deps, c.stream, c.log
+	go func() {
+		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
+		defer cancel()
+		if err := deps.Store.SaveSnapshot(sctx, stream, snap); err != nil {
+			log.Warn().Err(err).Msg("saving a snapshot failed; the log is kept whole")
+		}
+	}()
+}
