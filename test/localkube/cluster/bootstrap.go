@@ -217,24 +217,29 @@ func waitDNS(ctx context.Context, l layout) error {
 	}
 }
 
-// waitDefaultServiceAccount waits for the controller manager to have made the
-// "default" ServiceAccount of namespace default: until then no pod can be created
-// there, and a cluster that refuses pods is not ready.
-func waitDefaultServiceAccount(ctx context.Context, l layout) error {
+// waitPodsAdmitted waits until a pod in namespace default passes admission (a
+// server-side dry run): the controller manager has made the "default"
+// ServiceAccount and the API server's admission sees it. Until then every pod
+// creation fails, and a cluster that refuses pods is not ready.
+func waitPodsAdmitted(ctx context.Context, l layout) error {
 	_, cs, err := Client(l.dir)
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "localkube-admission-probe"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "probe", Image: "probe"}}},
+	}
 	for {
-		_, err := cs.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
-		if err == nil {
+		_, err := cs.CoreV1().Pods("default").Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err == nil || apierrors.IsAlreadyExists(err) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("no default ServiceAccount: %w; last lines of the controller manager log:\n%s", err, logTail(l, "kube-controller-manager", 25))
+			return fmt.Errorf("pods are not admitted: %w; last lines of the controller manager log:\n%s", err, logTail(l, "kube-controller-manager", 25))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

@@ -168,7 +168,7 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 	if err := waitDNS(ctx, l); err != nil {
 		return err
 	}
-	if err := waitDefaultServiceAccount(ctx, l); err != nil {
+	if err := waitPodsAdmitted(ctx, l); err != nil {
 		return err
 	}
 	log.Info().Str("step", "ready").Dur("took", time.Since(began)).Int("nodes", opts.Nodes).
