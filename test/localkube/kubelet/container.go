@@ -88,9 +88,10 @@ func resolveIdentity(pod *corev1.Pod, c *corev1.Container, img *Image) (identity
 
 // proc is a running container process the kubelet watches.
 type proc struct {
-	pid  int
-	done chan struct{} // closed after exit is set
-	exit termination
+	pid    int
+	done   chan struct{} // closed after exit is set
+	exit   termination
+	detach func() // stop copying output, leaving the process running
 }
 
 func newContainerID() string {
@@ -122,7 +123,7 @@ func mkfifo(path string) error {
 // openOutput opens the container's output FIFOs for the kubelet to read and starts
 // copying them into the log. Read-write, so the kubelet's read never sees an end of
 // file before the container opened them.
-func openOutput(dir, logPath string) (io.Closer, func(), error) {
+func openOutput(dir, logPath string) (detach func(), drain func(), err error) {
 	l, err := openLog(logPath)
 	if err != nil {
 		return nil, nil, err
@@ -144,8 +145,15 @@ func openOutput(dir, logPath string) (io.Closer, func(), error) {
 			copied <- struct{}{}
 		}(f, s)
 	}
+	// detach stops reading without waiting: the kubelet is going away and leaves
+	// the output in the FIFOs for its successor.
+	detach = func() {
+		for _, f := range files {
+			_ = f.SetReadDeadline(time.Now())
+		}
+	}
 	// drain reads what the container left in the FIFOs after its exit, then stops.
-	drain := func() {
+	drain = func() {
 		for _, f := range files {
 			_ = f.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
 		}
@@ -156,7 +164,7 @@ func openOutput(dir, logPath string) (io.Closer, func(), error) {
 		}
 		l.Close()
 	}
-	return l, drain, nil
+	return detach, drain, nil
 }
 
 // start runs the container's init helper in the pod's namespaces and waits until it
@@ -175,7 +183,7 @@ func start(l launch) (*proc, error) {
 			return nil, err
 		}
 	}
-	_, drain, err := openOutput(l.Dir, l.LogPath)
+	detach, drain, err := openOutput(l.Dir, l.LogPath)
 	if err != nil {
 		return nil, err
 	}
@@ -206,7 +214,7 @@ func start(l launch) (*proc, error) {
 	startedAt := time.Now()
 	msg, _ := io.ReadAll(statusR)
 	statusR.Close()
-	p := &proc{pid: cmd.Process.Pid, done: make(chan struct{})}
+	p := &proc{pid: cmd.Process.Pid, done: make(chan struct{}), detach: detach}
 	if len(msg) == 0 {
 		if err := writePIDFile(filepath.Join(l.Dir, "pid"), p.pid); err != nil {
 			// The command ran and ended already; Wait below reports it.
@@ -258,10 +266,12 @@ func exitOf(ps *os.ProcessState, err error) termination {
 // status cannot be collected (it is not our child): it is reported as Kubernetes
 // reports a container whose status was lost.
 func adopt(dir, logPath string, pid int, id string, startedAt time.Time) *proc {
-	p := &proc{pid: pid, done: make(chan struct{})}
-	_, drain, err := openOutput(dir, logPath)
+	p := &proc{pid: pid, done: make(chan struct{}), detach: func() {}}
+	detach, drain, err := openOutput(dir, logPath)
 	if err != nil {
 		drain = func() {}
+	} else {
+		p.detach = detach
 	}
 	go func() {
 		pidFile := filepath.Join(dir, "pid")

@@ -98,6 +98,15 @@ func (w *podWorker) run(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
+			// The kubelet stops; its pods do not. Leave their output to the next one.
+			for _, c := range w.ctrs {
+				if c.proc != nil {
+					c.proc.detach()
+				}
+				if c.probe != nil {
+					c.probe.stop()
+				}
+			}
 			return
 		case <-w.kick:
 		case <-tick.C:
@@ -125,7 +134,14 @@ func (w *podWorker) recover() {
 			continue
 		}
 		c := &ctr{obs: o}
-		if pid, ok := readLivePID(filepath.Join(w.containerDir(e.Name()), "pid")); ok {
+		pid, alive := readLivePID(filepath.Join(w.containerDir(e.Name()), "pid"))
+		if !alive && o.ID != "" && o.Current == nil {
+			// It ran and ended while no kubelet watched: its exit status is lost.
+			c.obs.Current = &termination{ExitCode: 137, Reason: "ContainerStatusUnknown",
+				Message:   "The container could not be located when the pod was terminated",
+				StartedAt: o.StartedAt, FinishedAt: time.Now(), ID: o.ID}
+		}
+		if alive {
 			c.obs.Running = true
 			c.adopted = true
 			c.proc = adopt(w.containerDir(e.Name()), w.logPath(e.Name(), o.RestartCount), pid, o.ID, o.StartedAt)
