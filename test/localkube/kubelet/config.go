@@ -1,7 +1,3 @@
-// Package kubelet runs the pods bound to one Node of a localkube cluster as local
-// processes: each pod gets its own network namespace on the cluster bridge, its own
-// root (an overlay of an image directory on the host's root), its volumes at their
-// mount paths, and a faithful pod status. See docs/design/localkube.md.
 package kubelet
 
 // Config is what `localkube up` hands each kubelet process (as JSON, through

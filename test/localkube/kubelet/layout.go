@@ -14,27 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The on-disk layout of one kubelet, all under Dir/nodes/NODE. It is the only state a
-// kubelet keeps: a restarted kubelet re-adopts its pods from it, and `localkube down`
-// or a test harness finds every process of every pod through it.
-//
-//	Dir/nodes/NODE/
-//	  ipam/10.244.N.X              one file per leased pod IP, holding the pod UID
-//	  images/NAME/                 image directories assembled at kubelet start
-//	  pods/UID/
-//	    pod.json                   {"namespace","name","uid","ip","veth"}
-//	    netns                      the pod's network namespace (a bind mount of an nsfs file)
-//	    etc-hosts resolv.conf hostname
-//	    volumes/NAME/              emptyDir, secret, configMap, downwardAPI, projected content
-//	    logs/CONTAINER/N.log       CRI-format log of restart N of a container (rotated N.log.1 …)
-//	    containers/CONTAINER/
-//	      state.json               restart count, container ID, last termination
-//	      pid                      "PID STARTTICKS": the main process; it is its own
-//	                               session and process-group leader, so -PID signals the group
-//	      spec.json                what the container init helper executes
-//	      stdout stderr            FIFOs the container writes its output into
-//	      root/ scratch/           mount points, used only inside the container's mount namespace
-
+// nodeDir is where one kubelet keeps everything (see the package doc).
 func nodeDir(dir, node string) string { return filepath.Join(dir, "nodes", node) }
 
 func podsDir(dir, node string) string { return filepath.Join(nodeDir(dir, node), "pods") }
