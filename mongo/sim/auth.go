@@ -39,7 +39,9 @@ var convIDs struct {
 	n int32
 }
 
-func (c *conn) authenticated() bool { return len(c.users) > 0 || c.internal && c.n.keyFile == "" }
+func (c *conn) authenticated() bool {
+	return len(c.users) > 0 || c.internal.Load() && c.n.keyFile == ""
+}
 
 // localhostException: a loopback client may act while no user exists.
 func (c *conn) localhostException() bool {
@@ -97,7 +99,7 @@ func (c *conn) authorized(action, db, name string) bool {
 	if action == actNone || c.localhostException() {
 		return true
 	}
-	if c.internal && c.n.keyFile != "" && len(c.users) > 0 && c.users[0].user == "__system" {
+	if c.internal.Load() && c.n.keyFile != "" && len(c.users) > 0 && c.users[0].user == "__system" {
 		return true
 	}
 	if name == "connectionStatus" || name == "logout" {
@@ -394,7 +396,7 @@ func (c *conn) finishAuth(s *saslConv) {
 	user := s.conv.Username()
 	c.sasl = nil
 	if user == "__system" && s.db == "local" {
-		c.internal = true
+		c.internal.Store(true)
 		c.users = []authedUser{{user: "__system", db: "local", roles: []RoleRef{{Role: "__system", DB: "admin"}}}}
 		return
 	}

@@ -65,7 +65,9 @@ func measureSet(t *testing.T, settings bson.D, label string) {
 	t.Logf("MEASURE %s: new primary %v after SIGKILL of the primary", label, fo.Round(time.Millisecond))
 }
 
-func TestMeasureDefaultTimers(t *testing.T) { measureSet(t, nil, "default (electionTimeoutMillis 10000, heartbeatIntervalMillis 2000)") }
+func TestMeasureDefaultTimers(t *testing.T) {
+	measureSet(t, nil, "default (electionTimeoutMillis 10000, heartbeatIntervalMillis 2000)")
+}
 
 func TestMeasureShortTimers(t *testing.T) {
 	measureSet(t, bson.D{{Key: "electionTimeoutMillis", Value: 1000}, {Key: "heartbeatIntervalMillis", Value: 200}}, "short (electionTimeoutMillis 1000, heartbeatIntervalMillis 200)")

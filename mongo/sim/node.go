@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -431,7 +432,7 @@ type conn struct {
 	id       int64
 	local    bool // peer is a loopback address
 	users    []authedUser
-	internal bool
+	internal atomic.Bool // set by the handler goroutine, read by closeClientConns
 	sawHello bool
 	sasl     *saslConv
 	client   bson.Raw
@@ -533,7 +534,7 @@ func (n *Node) closeClientConns() {
 	n.connMu.Lock()
 	defer n.connMu.Unlock()
 	for c := range n.conns {
-		if !c.internal {
+		if !c.internal.Load() {
 			c.nc.Close()
 		}
 	}

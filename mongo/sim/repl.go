@@ -348,7 +348,7 @@ func (c *conn) cmdReplSetHeartbeat(req *Request) (bson.D, error) {
 	if n.cfg.ReplSet == "" {
 		return nil, cerr(76, "not running with --replSet")
 	}
-	c.internal = true
+	c.internal.Store(true)
 	b := req.Body
 	set, _ := b.Lookup("replSetHeartbeat").StringValueOK()
 	if set != n.cfg.ReplSet {
@@ -688,7 +688,7 @@ func (n *Node) runElection(skipDryRun bool) bool {
 // cmdReplSetRequestVotes is the voter side (spec §8.4).
 func (c *conn) cmdReplSetRequestVotes(req *Request) (bson.D, error) {
 	n := c.n
-	c.internal = true
+	c.internal.Store(true)
 	b := req.Body
 	set, _ := b.Lookup("setName").StringValueOK()
 	dry, _ := b.Lookup("dryRun").BooleanOK()

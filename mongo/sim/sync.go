@@ -122,7 +122,7 @@ func (n *Node) oplogIndexAfterLocked(ot OpTime) (int, bool) {
 // progress, which moves the commit point.
 func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 	n := c.n
-	c.internal = true
+	c.internal.Store(true)
 	b := req.Body
 	after := parseOpTime(b.Lookup("after"))
 	applied := parseOpTime(b.Lookup("applied"))
@@ -175,7 +175,7 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 // cmdOplogFind returns the newest of the given optimes that is in our oplog.
 func (c *conn) cmdOplogFind(req *Request) (bson.D, error) {
 	n := c.n
-	c.internal = true
+	c.internal.Store(true)
 	arr, _ := req.Body.Lookup("optimes").ArrayOK()
 	vals, _ := arr.Values()
 	n.mu.Lock()
