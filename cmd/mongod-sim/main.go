@@ -37,7 +37,27 @@ func main() {
 		fmt.Println("Options: mongod-sim accepts mongod's options; see docs/design/mongod-sim.md")
 		return
 	}
-	log := zerolog.New(os.Stdout)
+	if cfg.Shutdown {
+		os.Exit(sim.ShutdownRunning(cfg.DBPath, os.Stdout))
+	}
+	if cfg.Fork {
+		os.Exit(sim.Fork(os.Args, cfg, os.Stdout))
+	}
+	out := os.Stdout
+	if cfg.LogPath != "" {
+		flags := os.O_CREATE | os.O_WRONLY | os.O_TRUNC
+		if cfg.LogAppend {
+			flags = os.O_CREATE | os.O_WRONLY | os.O_APPEND
+		}
+		f, err := os.OpenFile(cfg.LogPath, flags, 0o600)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "logpath (%s) should name a file, not a directory or an unwritable path: %v\n", cfg.LogPath, err)
+			os.Exit(exitBadOptions)
+		}
+		defer f.Close()
+		out = f
+	}
+	log := zerolog.New(out)
 	node, err := sim.NewNode(cfg, log)
 	if err != nil {
 		fail(log, err)

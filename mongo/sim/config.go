@@ -42,7 +42,14 @@ type Config struct {
 	ConfigFile     string
 	ShowVersion    bool
 	ShowHelp       bool
-	Ignored        []string
+	// LogPath/LogAppend send the log to a file as mongod does (stdout otherwise).
+	LogPath   string
+	LogAppend bool
+	// Fork detaches into the background once listening (mongod --fork).
+	Fork bool
+	// Shutdown stops the process that holds DBPath (mongod --shutdown).
+	Shutdown bool
+	Ignored  []string
 	// Argv is the original command line, returned by getCmdLineOpts.
 	Argv []string
 	// Parsed mirrors getCmdLineOpts' "parsed" document.
@@ -87,9 +94,9 @@ var knownFlags = map[string]flagKind{
 	"wiredTigerCollectionBlockCompressor": kindIgnoredValue, "wiredTigerIndexPrefixCompression": kindIgnoredValue,
 	"wiredTigerDirectoryForIndexes": kindIgnoredBool, "directoryperdb": kindIgnoredBool, "journal": kindIgnoredBool,
 	"nojournal": kindIgnoredBool, "enableEncryption": kindIgnoredBool, "encryptionKeyFile": kindIgnoredValue,
-	"encryptionCipherMode": kindIgnoredValue, "oplogSize": kindIgnoredValue, "logpath": kindIgnoredValue,
-	"logappend": kindIgnoredBool, "quiet": kindIgnoredBool, "verbose": kindIgnoredBool, "v": kindIgnoredBool,
-	"vv": kindIgnoredBool, "vvv": kindIgnoredBool, "fork": kindIgnoredBool, "pidfilepath": kindIgnoredValue,
+	"encryptionCipherMode": kindIgnoredValue, "oplogSize": kindIgnoredValue, "logpath": kindValue,
+	"logappend": kindBool, "quiet": kindIgnoredBool, "verbose": kindIgnoredBool, "v": kindIgnoredBool,
+	"vv": kindIgnoredBool, "vvv": kindIgnoredBool, "fork": kindBool, "shutdown": kindBool, "pidfilepath": kindIgnoredValue,
 	"timeZoneInfo": kindIgnoredValue, "ipv6": kindIgnoredBool, "maxConns": kindIgnoredValue,
 	"unixSocketPrefix": kindIgnoredValue, "nounixsocket": kindIgnoredBool, "filePermissions": kindIgnoredValue,
 	"slowms": kindIgnoredValue, "slowOpSampleRate": kindIgnoredValue, "profile": kindIgnoredValue,
@@ -243,6 +250,18 @@ func (c *Config) apply(name, val string) error {
 		setParsed(c.Parsed, "config", val)
 	case "version":
 		c.ShowVersion = truthy
+	case "logpath":
+		c.LogPath = val
+		setParsed(c.Parsed, "systemLog.path", val)
+		setParsed(c.Parsed, "systemLog.destination", "file")
+	case "logappend":
+		c.LogAppend = truthy
+		setParsed(c.Parsed, "systemLog.logAppend", truthy)
+	case "fork":
+		c.Fork = truthy
+		setParsed(c.Parsed, "processManagement.fork", truthy)
+	case "shutdown":
+		c.Shutdown = truthy
 	case "help", "h":
 		c.ShowHelp = truthy
 	}
@@ -259,6 +278,9 @@ func (c *Config) check() error {
 		if st.Mode().Perm()&0o077 != 0 {
 			return &OptionError{fmt.Sprintf("permissions on %s are too open", c.KeyFile)}
 		}
+	}
+	if c.Fork && c.LogPath == "" {
+		return &OptionError{"BadValue: --fork has to be used with --logpath or --syslog"}
 	}
 	if (c.TLSMode == "requireTLS" || c.TLSMode == "preferTLS" || c.TLSMode == "allowTLS") && c.TLSCertKeyFile == "" {
 		return &OptionError{"need tlsCertificateKeyFile or certificateSelector when TLS is enabled"}
@@ -293,6 +315,7 @@ var yamlKeys = map[string]string{
 	"storage.dbPath": "dbpath", "replication.replSetName": "replSet", "replication.replSet": "replSet",
 	"security.keyFile": "keyFile", "security.clusterAuthMode": "clusterAuthMode",
 	"net.tls.mode": "tlsMode", "net.tls.certificateKeyFile": "tlsCertificateKeyFile", "net.tls.CAFile": "tlsCAFile",
+	"systemLog.path": "logpath", "systemLog.logAppend": "logappend", "processManagement.fork": "fork",
 	"net.ssl.mode": "sslMode", "net.ssl.PEMKeyFile": "sslPEMKeyFile", "net.ssl.CAFile": "sslCAFile",
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,5 +110,32 @@ func TestAwaitableHelloWaits(t *testing.T) {
 	c2 := m.client(t)
 	if n, err := c2.Database("t").Collection("c").CountDocuments(ctx, bson.D{{Key: "_id", Value: "kept"}}); err != nil || n != 1 {
 		t.Fatalf("data after restart: %d %v", n, err)
+	}
+}
+
+func TestForkLogpathAndShutdownFlag(t *testing.T) {
+	ip, port := freeAddr(t)
+	dbpath := t.TempDir()
+	logf := dbpath + "/mongod.log"
+	out, err := exec.Command(simBin, "--replSet", "rs0", "--bind_ip", ip, "--port", strconv.Itoa(port), "--dbpath", dbpath,
+		"--fork", "--logpath", logf).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "child process started successfully, parent exiting") {
+		t.Fatalf("--fork: %v %s", err, out)
+	}
+	t.Cleanup(func() { _ = exec.Command(simBin, "--shutdown", "--dbpath", dbpath).Run() })
+	m := &member{t: t, ip: ip, port: port, host: net.JoinHostPort(ip, strconv.Itoa(port))}
+	if h := helloOf(m); h == nil {
+		t.Fatal("forked member does not answer")
+	}
+	out, err = exec.Command(simBin, "--shutdown", "--dbpath", dbpath).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "killing process with pid") {
+		t.Fatalf("--shutdown: %v %s", err, out)
+	}
+	if h := helloOf(m); h != nil {
+		t.Fatal("member still answers after --shutdown")
+	}
+	b, _ := os.ReadFile(logf)
+	if !strings.Contains(string(b), `"msg":"Waiting for connections"`) {
+		t.Fatalf("log file: %s", b)
 	}
 }
