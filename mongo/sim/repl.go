@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -436,6 +437,8 @@ func (n *Node) tickLoop() {
 	defer t.Stop()
 	lastPersistedCommit := OpTime{}
 	lastCommitSave := time.Now()
+	lastSelfCheck := time.Now()
+	var selfChecking atomic.Bool
 	for {
 		select {
 		case <-n.quit:
@@ -444,6 +447,23 @@ func (n *Node) tickLoop() {
 		}
 		n.mu.Lock()
 		action := n.decideLocked(time.Now())
+		if n.rs != nil && n.self < 0 && time.Since(lastSelfCheck) > 2*time.Second && !selfChecking.Load() {
+			// Our host may not have resolved yet (a pod's DNS name); look again.
+			lastSelfCheck = time.Now()
+			selfChecking.Store(true)
+			cfg := n.rs
+			go func() {
+				defer selfChecking.Store(false)
+				if self, err := n.findSelf(cfg); err == nil && self >= 0 {
+					n.mu.Lock()
+					if n.rs == cfg && n.self < 0 {
+						n.logI("REPL", 21394, "This node is in the config", func(e *zerolog.Event) { e.Str("host", cfg.Members[self].Host) })
+						n.installConfigLocked(cfg, false, self)
+					}
+					n.mu.Unlock()
+				}
+			}()
+		}
 		if time.Since(lastCommitSave) > time.Second && lastPersistedCommit != n.commit {
 			lastPersistedCommit, lastCommitSave = n.commit, time.Now()
 			_ = n.store.PutMeta("commit", bson.D{{Key: "optime", Value: n.commit.Doc()}})
