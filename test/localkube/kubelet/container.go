@@ -223,6 +223,10 @@ func start(l launch) (*proc, error) {
 	}
 	go func() {
 		err := cmd.Wait()
+		// What the command left behind in its process group goes with it, as with a
+		// runtime that kills the container's cgroup. The group's ID cannot have been
+		// reused while members remain.
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		p.exit = exitOf(cmd.ProcessState, err)
 		p.exit.StartedAt, p.exit.FinishedAt, p.exit.ID = startedAt, time.Now(), l.ID
 		if len(msg) > 0 {

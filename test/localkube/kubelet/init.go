@@ -137,8 +137,10 @@ func containerInit(specPath string) error {
 		_ = unix.Dup3(null, 0, 0)
 		unix.Close(null)
 	}
-	if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
-		return fmt.Errorf("hostname: %w", err)
+	if s.Hostname != "" { // empty for hostNetwork pods, which keep the node's name
+		if err := unix.Sethostname([]byte(s.Hostname)); err != nil {
+			return fmt.Errorf("hostname: %w", err)
+		}
 	}
 	if err := unix.Chroot(s.Root); err != nil {
 		return fmt.Errorf("chroot: %w", err)

@@ -574,7 +574,9 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 	if img != nil {
 		l.Spec.ImageDir = w.k.imageDir(img)
 	}
-	if !pod.Spec.HostNetwork {
+	if pod.Spec.HostNetwork {
+		l.Spec.Hostname = ""
+	} else {
 		l.Netns = filepath.Join(w.dir, "netns")
 	}
 	return l, nil

@@ -44,9 +44,17 @@ func TestLogsExecPortForward(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	tail := int64(1)
-	b, err := e.cs.CoreV1().Pods(testNS).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &tail, Timestamps: true}).DoRaw(ctx)
-	if err != nil {
-		t.Fatal(err)
+	var b []byte
+	var err error
+	for i := 0; i < 100; i++ { // Running does not mean the first line is written yet
+		b, err = e.cs.CoreV1().Pods(testNS).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > 0 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	if f := strings.SplitN(string(b), " ", 2); len(f) != 2 || f[1] != "serving on 127.0.0.1:8080\n" {
 		t.Fatalf("logs --tail=1 --timestamps: %q", b)
@@ -61,6 +69,18 @@ func TestLogsExecPortForward(t *testing.T) {
 	wantResolv := "search kt.svc.cluster.local svc.cluster.local cluster.local\nnameserver 10.96.0.10\noptions ndots:5\n"
 	if out != "streams\n"+wantResolv {
 		t.Fatalf("exec output %q, want hostname and resolv.conf %q", out, wantResolv)
+	}
+
+	// exec -t: the command gets a terminal.
+	req := e.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(testNS).Name(p.Name).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "web", Command: []string{"/bin/sh", "-c", "test -t 0 && test -t 1 && echo tty"}, Stdin: true, Stdout: true, TTY: true}, scheme.ParameterCodec)
+	ex, err := remotecommand.NewSPDYExecutor(e.rest, "POST", req.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ttyOut bytes.Buffer
+	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: strings.NewReader(""), Stdout: &ttyOut, Tty: true}); err != nil || strings.TrimSpace(ttyOut.String()) != "tty" {
+		t.Fatalf("exec -t: %q %v", ttyOut.String(), err)
 	}
 
 	// Port-forward reaches the pod's own loopback.
