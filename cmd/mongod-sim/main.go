@@ -54,7 +54,7 @@ func main() {
 			fmt.Fprintf(os.Stderr, "logpath (%s) should name a file, not a directory or an unwritable path: %v\n", cfg.LogPath, err)
 			os.Exit(exitBadOptions)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		out = f
 	}
 	log := zerolog.New(out)

@@ -119,7 +119,7 @@ func (n *Node) rolesGrant(roles []RoleRef, action, db string, depth int) bool {
 	}
 	for _, r := range roles {
 		if br, ok := builtinRoles[r.Role]; ok {
-			if !br.anyDB && r.DB != db && !(action == actUserAdmin && r.DB == db) {
+			if !br.anyDB && r.DB != db {
 				continue
 			}
 			if br.anyDB && db == "local" && action == actWrite && r.Role != "root" && r.Role != "__system" {
@@ -211,9 +211,7 @@ func parseRoles(v bson.RawValue, defDB string) []RoleRef {
 
 func saltedCreds(fcn scram.HashGeneratorFcn, user, pwd string, iters int, sha1 bool) (bson.D, error) {
 	salt := make([]byte, 16)
-	if sha1 {
-		salt = make([]byte, 16)
-	} else {
+	if !sha1 {
 		salt = make([]byte, 28)
 	}
 	_, _ = rand.Read(salt)
@@ -227,7 +225,10 @@ func saltedCreds(fcn scram.HashGeneratorFcn, user, pwd string, iters int, sha1 b
 	if err != nil {
 		return nil, err
 	}
-	sc := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt), Iters: iters})
+	sc, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt), Iters: iters})
+	if err != nil {
+		return nil, err
+	}
 	return bson.D{{Key: "iterationCount", Value: int32(iters)}, {Key: "salt", Value: base64.StdEncoding.EncodeToString(salt)},
 		{Key: "storedKey", Value: base64.StdEncoding.EncodeToString(sc.StoredKey)}, {Key: "serverKey", Value: base64.StdEncoding.EncodeToString(sc.ServerKey)}}, nil
 }
@@ -283,7 +284,10 @@ func (n *Node) lookupCreds(mech, db string) scram.CredentialLookup {
 			if err != nil {
 				return scram.StoredCredentials{}, err
 			}
-			sc := client.GetStoredCredentials(scram.KeyFactors{Salt: string(salt), Iters: iters})
+			sc, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt), Iters: iters})
+			if err != nil {
+				return scram.StoredCredentials{}, err
+			}
 			systemCredCache.Store(mech, sc)
 			return sc, nil
 		}
@@ -613,10 +617,10 @@ func (c *conn) cmdUsersInfo(req *Request) (bson.D, error) {
 	type key struct{ user, db string }
 	var want []key
 	all := false
-	switch {
-	case v.Type == bson.TypeString:
+	switch v.Type {
+	case bson.TypeString:
 		want = append(want, key{v.StringValue(), db})
-	case v.Type == bson.TypeEmbeddedDocument:
+	case bson.TypeEmbeddedDocument:
 		d := v.Document()
 		if b, ok := d.Lookup("forAllDBs").BooleanOK(); ok && b {
 			all, db = true, ""
@@ -625,7 +629,7 @@ func (c *conn) cmdUsersInfo(req *Request) (bson.D, error) {
 			udb, _ := d.Lookup("db").StringValueOK()
 			want = append(want, key{u, udb})
 		}
-	case v.Type == bson.TypeArray:
+	case bson.TypeArray:
 		vals, _ := v.Array().Values()
 		for _, x := range vals {
 			if s, ok := x.StringValueOK(); ok {

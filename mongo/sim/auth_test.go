@@ -69,7 +69,7 @@ func TestKeyFileAuthLocalhostExceptionAndRoles(t *testing.T) {
 	}
 	// Wrong password.
 	bad, _ := mongo.Connect(options.Client().ApplyURI(rsURI(ms, "admin:wrong@")))
-	defer bad.Disconnect(ctx)
+	defer func() { _ = bad.Disconnect(ctx) }()
 	if err := bad.Ping(ctx, nil); err == nil {
 		t.Fatal("wrong password accepted")
 	}

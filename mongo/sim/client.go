@@ -41,7 +41,7 @@ func (n *Node) dialPeer(host string, timeout time.Duration) (*peerConn, error) {
 	p := &peerConn{nc: nc, br: bufio.NewReader(nc)}
 	if n.keyFile != "" {
 		if err := p.auth(n.keyFile, time.Now().Add(timeout)); err != nil {
-			nc.Close()
+			_ = nc.Close()
 			return nil, err
 		}
 	}
@@ -50,7 +50,7 @@ func (n *Node) dialPeer(host string, timeout time.Duration) (*peerConn, error) {
 
 func (p *peerConn) close() {
 	if p != nil && p.nc != nil {
-		p.nc.Close()
+		_ = p.nc.Close()
 	}
 }
 
@@ -211,7 +211,7 @@ func (n *Node) findSelf(cfg *RSConfig) (int, error) {
 	for i, m := range cfg.Members {
 		if n.isSelf(m.Host) {
 			if found >= 0 {
-				return -1, fmt.Errorf("The hosts %s and %s all map to this node in new configuration with {version: %d, term: %d} for replica set %s",
+				return -1, fmt.Errorf("the hosts %s and %s all map to this node in new configuration with {version: %d, term: %d} for replica set %s",
 					cfg.Members[found].Host, m.Host, cfg.Version, cfg.Term, cfg.ID)
 			}
 			found = i

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -146,11 +147,11 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 	}
 	out, err := c.safeCall(cmd.fn, req)
 	if err != nil {
-		if err == errCloseConn {
+		if errors.Is(err, errCloseConn) {
 			return nil, true
 		}
-		ce, ok := err.(*CmdError)
-		if !ok {
+		var ce *CmdError
+		if !errors.As(err, &ce) {
 			ce = cerr(1, "%v", err)
 		}
 		return fail(ce)

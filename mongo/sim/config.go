@@ -124,7 +124,7 @@ func ParseArgs(args []string) (Config, error) {
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
-			return c, &OptionError{fmt.Sprintf("Error parsing command line: too many positional options have been specified on the command line\ntry 'mongod --help' for more information")}
+			return c, &OptionError{"Error parsing command line: too many positional options have been specified on the command line\ntry 'mongod --help' for more information"}
 		}
 		name := strings.TrimLeft(a, "-")
 		val, hasVal := "", false

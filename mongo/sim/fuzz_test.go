@@ -16,7 +16,7 @@ func opMsg(doc bson.D) []byte {
 }
 
 func opQuery(doc bson.D) []byte {
-	idx, b := wiremessage.AppendHeaderStart(nil, 1, 0, wiremessage.OpQuery)
+	idx, b := wiremessage.AppendHeaderStart(nil, 1, 0, wiremessage.OpQuery) //nolint:staticcheck // the legacy handshake
 	b = wiremessage.AppendQueryFlags(b, 0)
 	b = wiremessage.AppendQueryFullCollectionName(b, "admin.$cmd")
 	b = wiremessage.AppendQueryNumberToSkip(b, 0)
@@ -52,7 +52,7 @@ func fuzzNode(f *testing.F) *Node {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Cleanup(func() { n.store.Close() })
+	f.Cleanup(func() { _ = n.store.Close() })
 	return n
 }
 

@@ -41,7 +41,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
-	os.RemoveAll(dir)
+	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
 
@@ -60,7 +60,7 @@ func freeAddr(t *testing.T) (string, int) {
 		t.Fatal(err)
 	}
 	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
+	_ = l.Close()
 	return ip, port
 }
 
@@ -117,7 +117,7 @@ func sharedPortMembers(t *testing.T, n int, extra ...string) []*member {
 				free = false
 				break
 			}
-			l.Close()
+			_ = l.Close()
 		}
 		if !free {
 			continue
@@ -175,7 +175,7 @@ func (m *member) start() {
 	waitFor(m.t, 20*time.Second, "listening "+m.host, func() bool {
 		c, err := net.DialTimeout("tcp", m.host, 200*time.Millisecond)
 		if err == nil {
-			c.Close()
+			_ = c.Close()
 		}
 		return err == nil
 	})
@@ -273,7 +273,7 @@ func helloOf(m *member) bson.Raw {
 	if err != nil {
 		return nil
 	}
-	defer c.Disconnect(ctx)
+	defer func() { _ = c.Disconnect(ctx) }()
 	r, err := c.Database("admin").RunCommand(ctx, bson.D{{Key: "hello", Value: 1}}).Raw()
 	if err != nil {
 		return nil

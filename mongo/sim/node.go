@@ -146,7 +146,7 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 	}
 	n.store = st
 	if err := n.load(); err != nil {
-		st.Close()
+		_ = st.Close()
 		return nil, err
 	}
 	return n, nil
@@ -187,7 +187,7 @@ func (n *Node) load() error {
 // Run listens and serves until ctx ends or a shutdown command arrives.
 func (n *Node) Run(ctx context.Context) error {
 	if err := n.listen(); err != nil {
-		n.store.Close()
+		_ = n.store.Close()
 		return err
 	}
 	n.logI("CONTROL", 4615611, "MongoDB starting", func(e *zerolog.Event) {
@@ -255,11 +255,11 @@ func (n *Node) shutdown() {
 	n.mu.Unlock()
 	n.requestShutdown()
 	for _, l := range n.listeners {
-		l.Close()
+		_ = l.Close()
 	}
 	n.connMu.Lock()
 	for c := range n.conns {
-		c.nc.Close()
+		_ = c.nc.Close()
 	}
 	n.connMu.Unlock()
 	waited := make(chan struct{})
@@ -270,7 +270,7 @@ func (n *Node) shutdown() {
 		// A heartbeat stuck on an unreachable peer must not hold the exit.
 	}
 	n.mu.Lock()
-	n.store.Close()
+	_ = n.store.Close()
 	n.mu.Unlock()
 	n.logI("CONTROL", 20565, "Now exiting", nil)
 	close(n.done)
@@ -301,7 +301,7 @@ func (n *Node) listen() error {
 		l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(n.cfg.Port)))
 		if err != nil {
 			for _, x := range n.listeners {
-				x.Close()
+				_ = x.Close()
 			}
 			return &ListenError{fmt.Sprintf("Error setting up listener: SocketException: Address already in use (%s:%d)", a, n.cfg.Port)}
 		}
@@ -448,7 +448,8 @@ func (n *Node) accept(l net.Listener) {
 				return
 			default:
 			}
-			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
 				continue
 			}
 			if errors.Is(err, net.ErrClosed) {
@@ -478,7 +479,7 @@ func (n *Node) serveConn(nc net.Conn) {
 		if r := recover(); r != nil {
 			n.logS("E", "NETWORK", 22988, "Connection handler panicked; closing only this connection", func(e *zerolog.Event) { e.Interface("panic", fmt.Sprint(r)) })
 		}
-		nc.Close()
+		_ = nc.Close()
 		n.connMu.Lock()
 		delete(n.conns, c)
 		n.connCount--
@@ -535,7 +536,7 @@ func (n *Node) closeClientConns() {
 	defer n.connMu.Unlock()
 	for c := range n.conns {
 		if !c.internal.Load() {
-			c.nc.Close()
+			_ = c.nc.Close()
 		}
 	}
 }

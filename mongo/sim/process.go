@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -19,12 +20,12 @@ func ShutdownRunning(dbpath string, out io.Writer) int {
 	b, err := os.ReadFile(filepath.Join(dbpath, "mongod.lock"))
 	pid, perr := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil || perr != nil || pid <= 0 {
-		fmt.Fprintf(out, "There doesn't seem to be a server running with dbpath: %s\n", dbpath)
+		_, _ = fmt.Fprintf(out, "There doesn't seem to be a server running with dbpath: %s\n", dbpath)
 		return 1
 	}
-	fmt.Fprintf(out, "killing process with pid: %d\n", pid)
+	_, _ = fmt.Fprintf(out, "killing process with pid: %d\n", pid)
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-		fmt.Fprintf(out, "failed to kill process: %v\n", err)
+		_, _ = fmt.Fprintf(out, "failed to kill process: %v\n", err)
 		return 1
 	}
 	deadline := time.Now().Add(60 * time.Second)
@@ -34,7 +35,7 @@ func ShutdownRunning(dbpath string, out io.Writer) int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fmt.Fprintf(out, "process %d did not exit within 60 seconds\n", pid)
+	_, _ = fmt.Fprintf(out, "process %d did not exit within 60 seconds\n", pid)
 	return 1
 }
 
@@ -52,14 +53,14 @@ func Fork(argv []string, cfg Config, out io.Writer) int {
 	if err != nil {
 		self = argv[0]
 	}
-	fmt.Fprintln(out, "about to fork child process, waiting until server is ready for connections.")
+	_, _ = fmt.Fprintln(out, "about to fork child process, waiting until server is ready for connections.")
 	cmd := exec.Command(self, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintf(out, "ERROR: child process failed to start: %v\n", err)
+		_, _ = fmt.Fprintf(out, "ERROR: child process failed to start: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(out, "forked process: %d\n", cmd.Process.Pid)
+	_, _ = fmt.Fprintf(out, "forked process: %d\n", cmd.Process.Pid)
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	host := "127.0.0.1"
@@ -72,20 +73,21 @@ func Fork(argv []string, cfg Config, out io.Writer) int {
 		select {
 		case err := <-exited:
 			code := 1
-			if ee, ok := err.(*exec.ExitError); ok {
+			var ee *exec.ExitError
+			if errors.As(err, &ee) {
 				code = ee.ExitCode()
 			}
-			fmt.Fprintf(out, "ERROR: child process failed, exited with %d\n", code)
+			_, _ = fmt.Fprintf(out, "ERROR: child process failed, exited with %d\n", code)
 			return code
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-			c.Close()
-			fmt.Fprintln(out, "child process started successfully, parent exiting")
+			_ = c.Close()
+			_, _ = fmt.Fprintln(out, "child process started successfully, parent exiting")
 			return 0
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	fmt.Fprintln(out, "ERROR: child process did not become ready within 60 seconds")
+	_, _ = fmt.Fprintln(out, "ERROR: child process did not become ready within 60 seconds")
 	return 1
 }

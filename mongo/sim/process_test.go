@@ -34,10 +34,10 @@ func TestBadMessageClosesOnlyItsConnection(t *testing.T) {
 		buf := make([]byte, 1)
 		if _, err := c.Read(buf); err == nil {
 			t.Fatalf("connection not closed after %x", junk)
-		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
 			t.Fatalf("connection left open after %x", junk)
 		}
-		c.Close()
+		_ = c.Close()
 	}
 	mustRun(t, good, bson.D{{Key: "ping", Value: 1}})
 	if _, err := run(good, bson.D{{Key: "noSuchCommand", Value: 1}}); !hasCode(err, 59) {

@@ -394,7 +394,7 @@ func Project(doc, proj bson.Raw) (bson.Raw, error) {
 	de, _ := doc.Elements()
 	for _, e := range de {
 		k := e.Key()
-		keep := true
+		var keep bool
 		switch {
 		case k == "_id":
 			keep = !idOut

@@ -235,7 +235,8 @@ func (n *Node) heartbeatOnce(host string, pc *peerConn) *peerConn {
 		if err == nil {
 			break
 		}
-		if _, isCmd := err.(*CmdError); isCmd {
+		var ce *CmdError
+		if errors.As(err, &ce) {
 			break
 		}
 		pc.close()
@@ -286,9 +287,6 @@ func (n *Node) processHeartbeatResponse(host string, resp bson.Raw, err error, r
 			p.state = StateUnknown
 		}
 		p.upSince = time.Time{}
-		if n.primary >= 0 && n.rs != nil && n.primary < len(n.rs.Members) && n.rs.Members[n.primary].Host == host {
-			// keep believing until the election timeout passes; elections use lastOK
-		}
 		return
 	}
 	p.authFailed = false

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -109,7 +110,8 @@ func (c *conn) cmdReplSetInitiate(req *Request) (bson.D, error) {
 		x := <-ch
 		r, _ := x.r.(bson.Raw)
 		if x.err != nil {
-			if ce, ok := x.err.(*CmdError); ok && ce.Code == 185 {
+			var ce *CmdError
+			if errors.As(x.err, &ce) && ce.Code == 185 {
 				return nil, cerr(103, "Our set name did not match that of %s", x.host)
 			}
 			failures = append(failures, fmt.Sprintf("%s failed with %s", x.host, x.err.Error()))

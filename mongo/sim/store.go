@@ -44,7 +44,7 @@ func OpenStore(dir string) (*Store, error) {
 		return nil, &DBPathError{fmt.Sprintf("Unable to create/open the lock file: %s (%s). Ensure the user executing mongod is the owner of the lock file and has the appropriate permissions. Also make sure that another mongod instance is not already running on the %s directory", lockPath, errText(err), dir)}
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, &DBPathError{fmt.Sprintf("Unable to lock the lock file: %s (Resource temporarily unavailable). Another mongod instance is already running on the %s directory", lockPath, dir)}
 	}
 	_ = f.Truncate(0)
@@ -52,7 +52,7 @@ func OpenStore(dir string) (*Store, error) {
 	_ = f.Sync()
 	db, err := bolt.Open(filepath.Join(dir, "sim.bolt"), 0o600, &bolt.Options{Timeout: 2 * time.Second})
 	if err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, &DBPathError{fmt.Sprintf("cannot open store in %s: %v", dir, err)}
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
@@ -64,8 +64,8 @@ func OpenStore(dir string) (*Store, error) {
 		return nil
 	})
 	if err != nil {
-		db.Close()
-		f.Close()
+		_ = db.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	return &Store{db: db, lock: f}, nil

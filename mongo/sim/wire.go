@@ -55,9 +55,9 @@ func (r *Request) Docs(field string) ([]bson.Raw, error) {
 	if d, ok := r.Seqs[field]; ok {
 		return d, nil
 	}
-	v, err := r.Body.LookupErr(field)
-	if err != nil {
-		return nil, nil
+	v := r.Body.Lookup(field)
+	if v.Type == 0 {
+		return nil, nil // absent: no documents
 	}
 	arr, ok := v.ArrayOK()
 	if !ok {
@@ -157,7 +157,7 @@ func ParseMessage(msg []byte) (*Request, error) {
 				}
 				for _, d := range docs {
 					if err := bson.Raw(d).Validate(); err != nil {
-						return nil, fmt.Errorf("%w: %v", errBadMessage, err)
+						return nil, fmt.Errorf("%w: %w", errBadMessage, err)
 					}
 					req.Seqs[id] = append(req.Seqs[id], bson.Raw(d))
 				}
@@ -169,31 +169,31 @@ func ParseMessage(msg []byte) (*Request, error) {
 		if req.Body == nil {
 			return nil, fmt.Errorf("%w: OP_MSG without body", errBadMessage)
 		}
-	case wiremessage.OpQuery:
+	case wiremessage.OpQuery: //nolint:staticcheck // OP_QUERY is the legacy handshake drivers still open with
 		req.Legacy = true
-		_, r2, ok := wiremessage.ReadQueryFlags(rem)
+		_, r2, ok := wiremessage.ReadQueryFlags(rem) //nolint:staticcheck // OP_QUERY is the legacy handshake drivers still open with
 		if !ok {
 			return nil, fmt.Errorf("%w: short OP_QUERY", errBadMessage)
 		}
-		ns, r3, ok := wiremessage.ReadQueryFullCollectionName(r2)
+		ns, r3, ok := wiremessage.ReadQueryFullCollectionName(r2) //nolint:staticcheck // OP_QUERY is the legacy handshake drivers still open with
 		if !ok {
 			return nil, fmt.Errorf("%w: bad namespace", errBadMessage)
 		}
-		_, r4, ok := wiremessage.ReadQueryNumberToSkip(r3)
+		_, r4, ok := wiremessage.ReadQueryNumberToSkip(r3) //nolint:staticcheck // OP_QUERY is the legacy handshake drivers still open with
 		if !ok {
 			return nil, fmt.Errorf("%w: short OP_QUERY", errBadMessage)
 		}
-		_, r5, ok := wiremessage.ReadQueryNumberToReturn(r4)
+		_, r5, ok := wiremessage.ReadQueryNumberToReturn(r4) //nolint:staticcheck // OP_QUERY is the legacy handshake drivers still open with
 		if !ok {
 			return nil, fmt.Errorf("%w: short OP_QUERY", errBadMessage)
 		}
-		q, _, ok := wiremessage.ReadQueryQuery(r5)
+		q, _, ok := wiremessage.ReadQueryQuery(r5) //nolint:staticcheck // OP_QUERY is the legacy handshake drivers still open with
 		if !ok {
 			return nil, fmt.Errorf("%w: bad query document", errBadMessage)
 		}
 		body := bson.Raw(q)
 		if err := body.Validate(); err != nil {
-			return nil, fmt.Errorf("%w: %v", errBadMessage, err)
+			return nil, fmt.Errorf("%w: %w", errBadMessage, err)
 		}
 		if inner, err := body.LookupErr("$query"); err == nil {
 			if d, ok := inner.DocumentOK(); ok {
@@ -208,7 +208,7 @@ func ParseMessage(msg []byte) (*Request, error) {
 		return nil, fmt.Errorf("%w: unsupported opcode %d", errBadMessage, op)
 	}
 	if err := req.Body.Validate(); err != nil {
-		return nil, fmt.Errorf("%w: %v", errBadMessage, err)
+		return nil, fmt.Errorf("%w: %w", errBadMessage, err)
 	}
 	return req, nil
 }
