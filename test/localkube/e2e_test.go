@@ -215,7 +215,7 @@ func TestStatefulSetWithVolumesServesThroughServices(t *testing.T) {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
+	_ = resp.Body.Close()
 	if strings.TrimSpace(string(body)) != "hello-from-web-0" {
 		t.Errorf("port-forward answered %q", body)
 	}
@@ -290,10 +290,10 @@ func TestKilledPodIsRestartedAndReclaimDeletesVolume(t *testing.T) {
 	eventually(t, "released volume deleted (reclaimPolicy Delete)", func() error {
 		_, err := cs.CoreV1().PersistentVolumes().Get(ctx, pv.Name, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("PV %s still there (%v)", pv.Name, err)
+			return fmt.Errorf("PV %s still there (get: %w)", pv.Name, err)
 		}
 		if _, err := os.Stat(path); !os.IsNotExist(err) {
-			return fmt.Errorf("directory %s still there (%v)", path, err)
+			return fmt.Errorf("directory %s still there (stat: %w)", path, err)
 		}
 		return nil
 	})

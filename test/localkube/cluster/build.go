@@ -58,7 +58,7 @@ func FindRepo(dir string) (string, error) {
 			if sc.Scan() {
 				first = strings.TrimSpace(sc.Text())
 			}
-			f.Close()
+			_ = f.Close()
 			if first == "module "+ModulePath {
 				return d, nil
 			}
@@ -162,16 +162,16 @@ func sourceStamp(source, goVersion string) (string, error) {
 	}
 	sort.Strings(files)
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n", goVersion)
+	_, _ = fmt.Fprintf(h, "%s\n", goVersion)
 	for _, f := range files {
 		rel, _ := filepath.Rel(source, f)
-		fmt.Fprintf(h, "%s\n", rel)
+		_, _ = fmt.Fprintf(h, "%s\n", rel)
 		fh, err := os.Open(f)
 		if err != nil {
 			return "", err
 		}
 		_, err = io.Copy(h, fh)
-		fh.Close()
+		_ = fh.Close()
 		if err != nil {
 			return "", err
 		}

@@ -74,8 +74,8 @@ func start(l layout, c component) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer logf.Close()
-	fmt.Fprintf(logf, "---- localkube: starting %s at %s\n", c.name, time.Now().UTC().Format(time.RFC3339))
+	defer func() { _ = logf.Close() }()
+	_, _ = fmt.Fprintf(logf, "---- localkube: starting %s at %s\n", c.name, time.Now().UTC().Format(time.RFC3339))
 	cmd := exec.Command(c.args[0], c.args[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Dir = l.dir

@@ -43,17 +43,17 @@ func PrintStatus(ctx context.Context, w io.Writer, dir string) error {
 		return err
 	}
 	if len(comps) == 0 {
-		fmt.Fprintf(w, "no localkube processes recorded in %s\n", dir)
+		_, _ = fmt.Fprintf(w, "no localkube processes recorded in %s\n", dir)
 	}
 	for _, c := range comps {
 		state := "stopped"
 		if c.Running {
 			state = "running"
 		}
-		fmt.Fprintf(w, "%-28s %-8s pid %d\n", c.Name, state, c.PID)
+		_, _ = fmt.Fprintf(w, "%-28s %-8s pid %d\n", c.Name, state, c.PID)
 	}
-	fmt.Fprintf(w, "bridge %s present: %v\n", Bridge, linkExists(Bridge))
-	fmt.Fprintf(w, "nftables inet %s present: %v\n", filterTable, tableExists(ctx, "inet "+filterTable))
+	_, _ = fmt.Fprintf(w, "bridge %s present: %v\n", Bridge, linkExists(Bridge))
+	_, _ = fmt.Fprintf(w, "nftables inet %s present: %v\n", filterTable, tableExists(ctx, "inet "+filterTable))
 	abs, _ := filepath.Abs(dir)
 	_, cs, err := Client(abs)
 	if err != nil {
@@ -63,12 +63,12 @@ func PrintStatus(ctx context.Context, w io.Writer, dir string) error {
 	defer cancel()
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		fmt.Fprintf(w, "API server: %v\n", err)
+		_, _ = fmt.Fprintf(w, "API server: %v\n", err)
 		return nil
 	}
-	fmt.Fprintf(w, "API server: ready; kubeconfig %s\n", layout{dir: abs}.kubeconfig())
+	_, _ = fmt.Fprintf(w, "API server: ready; kubeconfig %s\n", layout{dir: abs}.kubeconfig())
 	for _, n := range nodes.Items {
-		fmt.Fprintf(w, "node %-20s ready=%v\n", n.Name, nodeReady(&n))
+		_, _ = fmt.Fprintf(w, "node %-20s ready=%v\n", n.Name, nodeReady(&n))
 	}
 	return nil
 }

@@ -327,7 +327,7 @@ func ensureRunning(ctx context.Context, l layout, c component, ready func(contex
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready: %v; last lines of %s:\n%s", c.name, last, l.log(c.name), logTail(l, c.name, 25))
+			return fmt.Errorf("%s not ready: %w; last lines of %s:\n%s", c.name, last, l.log(c.name), logTail(l, c.name, 25))
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -346,7 +346,7 @@ func httpOK(ctx context.Context, tlsConf *tls.Config, url string) error {
 	if err != nil {
 		return err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}

@@ -40,22 +40,22 @@ func Exclusive(tb testing.TB) string {
 		if free {
 			if dir != "" {
 				if err := s.buildLocalkube(); err != nil {
-					lock.Close()
+					_ = lock.Close()
 					tb.Fatal(err)
 				}
 				if err := s.localkubeCmd("down", "--dir", dir, "--purge"); err != nil {
-					lock.Close()
+					_ = lock.Close()
 					tb.Fatal(err)
 				}
 				_ = os.Remove(filepath.Join(root, "current"))
 			}
-			tb.Cleanup(func() { lock.Close() })
+			tb.Cleanup(func() { _ = lock.Close() })
 			if err := s.buildLocalkube(); err != nil {
 				tb.Fatal(err)
 			}
 			return s.localkube
 		}
-		lock.Close()
+		_ = lock.Close()
 		if time.Now().After(deadline) {
 			tb.Fatal("the shared cluster stayed in use for 30 minutes")
 		}
@@ -75,7 +75,7 @@ func sharedIdle(root string) (bool, string) {
 	if err != nil {
 		return true, dir
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return false, dir
 	}

@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -147,7 +146,7 @@ func acquire() (*shared, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer lock.Close() // releases the setup lock
+	defer func() { _ = lock.Close() }() // releases the setup lock
 	s.localkube = filepath.Join(root, "localkube")
 	if err := s.buildLocalkube(); err != nil {
 		return nil, err
@@ -199,13 +198,13 @@ func (s *shared) release() error {
 	if err != nil {
 		return err
 	}
-	defer lock.Close()
-	s.usersLock.Close()
+	defer func() { _ = lock.Close() }()
+	_ = s.usersLock.Close() // drops this binary's shared lock
 	probe, err := os.OpenFile(filepath.Join(s.dir, "run", "users.lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
-	defer probe.Close()
+	defer func() { _ = probe.Close() }()
 	if err := syscall.Flock(int(probe.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		return nil // another test binary still uses the cluster: it stops it
 	}
@@ -222,7 +221,7 @@ func lockFile(path string, how int) (*os.File, error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), how); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	return f, nil
@@ -254,8 +253,8 @@ func (s *shared) localkubeCmd(args ...string) error {
 	err := cmd.Run()
 	logPath := filepath.Join(s.repo, ".cache", "localkube", "harness", "localkube.log")
 	if f, ferr := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644); ferr == nil {
-		fmt.Fprintf(f, "---- localkube %s\n%s", strings.Join(args, " "), out.Bytes())
-		f.Close()
+		_, _ = fmt.Fprintf(f, "---- localkube %s\n%s", strings.Join(args, " "), out.Bytes())
+		_ = f.Close()
 	}
 	if err != nil {
 		return fmt.Errorf("localkube %s: %w\n%s", strings.Join(args, " "), err, tail(out.String(), 40))
@@ -302,8 +301,6 @@ func (e *Env) RestartControlPlane(tb testing.TB) {
 func Logger(tb testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(tb)).With().Timestamp().Logger()
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // Localkube returns the localkube binary the harness built for this run.
 func Localkube(tb testing.TB) string {
