@@ -224,11 +224,8 @@ func (c *Client) run(ctx context.Context, host, name string, auth bool, cmd bson
 			err = c.runOnce(ctx, host, name, auth, cmd, out)
 		}
 	}
-	ev := c.opts.Log.Debug().Str("member", host).Str("command", name)
-	if err != nil {
-		ev = ev.Err(err)
-	}
-	ev.Msg("mongo admin call")
+	// The command itself is never logged: createUser carries a password.
+	c.opts.Log.Debug().Str("member", host).AnErr("err", err).Msg(name)
 	return err
 }
 
