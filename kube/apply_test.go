@@ -139,7 +139,7 @@ func TestEnsureStatefulSet(t *testing.T) {
 				}
 			}},
 		{name: "grown storage is immutable", existing: defaulted(desired),
-			desired: StatefulSet(sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Size = resource.MustParse("20Gi") }), Options{}),
+			desired: StatefulSet(sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Size = ptr.To(resource.MustParse("20Gi")) }), Options{}),
 			errIs: func(err error) bool {
 				var ic *ImmutableChange
 				return errors.As(err, &ic) && ic.Field == "spec.volumeClaimTemplates" && ic.Kind == "StatefulSet"
@@ -422,7 +422,7 @@ func TestReplaceStatefulSet(t *testing.T) {
 	m := sample()
 	old := StatefulSet(m, Options{Replicas: ptr.To[int32](2)})
 	c := fake.NewClientset(old)
-	grown := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Size = resource.MustParse("20Gi") })
+	grown := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Size = ptr.To(resource.MustParse("20Gi")) })
 	if err := NewApplier(c).ReplaceStatefulSet(ctx, m, StatefulSet(grown, Options{})); err != nil {
 		t.Fatal(err)
 	}

@@ -191,12 +191,7 @@ func cloneString(p *string) *string {
 	return ptr.To(*p)
 }
 
-func storageSize(m *v1alpha1.Mgors) resource.Quantity {
-	if m.Spec.Storage.Size.IsZero() {
-		return resource.MustParse(v1alpha1.DefaultStorageSize)
-	}
-	return m.Spec.Storage.Size.DeepCopy()
-}
+func storageSize(m *v1alpha1.Mgors) resource.Quantity { return m.StorageSize() }
 
 func statefulSet(m *v1alpha1.Mgors, name, component string, replicas int32,
 	res corev1.ResourceRequirements, claims []corev1.PersistentVolumeClaim) *appsv1.StatefulSet {

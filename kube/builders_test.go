@@ -136,7 +136,7 @@ func TestStatefulSet(t *testing.T) {
 	m := sample(func(m *v1alpha1.Mgors) {
 		m.Spec.ReplicaSetName = "rs0"
 		m.Spec.Storage.StorageClassName = ptr.To("fast")
-		m.Spec.Storage.Size = resource.MustParse("20Gi")
+		m.Spec.Storage.Size = ptr.To(resource.MustParse("20Gi"))
 		m.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
 		m.Spec.PodLabels = map[string]string{"team": "a", LabelCluster: "spoofed"}
 		m.Spec.PodAnnotations = map[string]string{"note": "x"}

@@ -31,8 +31,9 @@ func (m *Mgors) Default() {
 	if s.Version == "" {
 		s.Version = DefaultVersion
 	}
-	if s.Storage.Size.IsZero() {
-		s.Storage.Size = resource.MustParse(DefaultStorageSize)
+	if s.Storage.Size == nil {
+		q := resource.MustParse(DefaultStorageSize)
+		s.Storage.Size = &q
 	}
 	if s.Storage.Reclaim == "" {
 		s.Storage.Reclaim = VolumeRetain
@@ -70,6 +71,14 @@ func (m *Mgors) MemberImage() string {
 		v = DefaultVersion
 	}
 	return "mongo:" + v
+}
+
+// StorageSize is each member's volume size: spec.storage.size, or the default.
+func (m *Mgors) StorageSize() resource.Quantity {
+	if m.Spec.Storage.Size != nil {
+		return m.Spec.Storage.Size.DeepCopy()
+	}
+	return resource.MustParse(DefaultStorageSize)
 }
 
 // KeyfileSecretName is the Secret holding the members' keyfile.

@@ -41,7 +41,7 @@ func TestDefaultMatchesSchema(t *testing.T) {
 			}
 			fromGo.Default()
 			// Quantities compare by value, not by their cached string.
-			if fromGo.Spec.Storage.Size.Cmp(fromSchema.Spec.Storage.Size) != 0 {
+			if fromGo.Spec.Storage.Size.Cmp(*fromSchema.Spec.Storage.Size) != 0 {
 				t.Fatalf("storage size: Go %s, schema %s", fromGo.Spec.Storage.Size.String(), fromSchema.Spec.Storage.Size.String())
 			}
 			fromGo.Spec.Storage.Size = fromSchema.Spec.Storage.Size

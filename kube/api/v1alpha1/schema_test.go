@@ -8,6 +8,7 @@ import (
 
 	apiextensionsinternal "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	crdvalidation "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
@@ -115,6 +116,24 @@ func (typer) Recognizes(k8sschema.GroupVersionKind) bool { return true }
 
 func requestContext() context.Context {
 	return genericapirequest.WithNamespace(genericapirequest.NewContext(), "default")
+}
+
+// The API server validates a CRD before it stores it: structural schema, CEL
+// rules compiled within their cost budget, and every default checked against
+// the schema and its rules. A CRD that fails here never installs.
+func TestCRDIsAcceptedByTheAPIServer(t *testing.T) {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.UnmarshalStrict(deploy.CRD, &crd); err != nil {
+		t.Fatal(err)
+	}
+	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&crd)
+	var internal apiextensionsinternal.CustomResourceDefinition
+	if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(&crd, &internal, nil); err != nil {
+		t.Fatal(err)
+	}
+	if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), &internal); len(errs) > 0 {
+		t.Fatalf("the API server would refuse the CRD: %v", errs.ToAggregate())
+	}
 }
 
 func TestSchemaAcceptsValid(t *testing.T) {

@@ -164,14 +164,14 @@ const (
 
 // StorageSpec is each member's data volume.
 //
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).isGreaterThan(quantity('0'))",message="spec.storage.size must be a positive quantity, e.g. 10Gi"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || quantity(string(self.size)).isGreaterThan(quantity('0'))",message="spec.storage.size must be a positive quantity, e.g. 10Gi"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.storageClassName) == has(self.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable: volumes cannot move to another storage class"
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
 type StorageSpec struct {
 	// Size is the capacity of each member's volume. It may grow, never shrink.
 	// +kubebuilder:default="10Gi"
 	// +optional
-	Size resource.Quantity `json:"size,omitempty"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// StorageClassName is the StorageClass of the volumes; empty means the
 	// cluster's default class. It cannot change once set.

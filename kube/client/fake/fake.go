@@ -3,6 +3,7 @@
 package fake
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/watch"
@@ -33,9 +34,13 @@ func NewClientset(objects ...runtime.Object) *Clientset {
 	c := &Clientset{tracker: tracker}
 	c.AddReactor("*", "*", testing.ObjectReaction(tracker))
 	c.AddWatchReactor("*", func(action testing.Action) (bool, watch.Interface, error) {
-		gvr := action.GetResource()
-		ns := action.GetNamespace()
-		w, err := tracker.Watch(gvr, ns)
+		// Pass the list options on: informers stream their initial list through
+		// the watch and wait for its end bookmark, as client-go's fakes do.
+		var opts metav1.ListOptions
+		if wa, ok := action.(testing.WatchActionImpl); ok {
+			opts = wa.ListOptions
+		}
+		w, err := tracker.Watch(action.GetResource(), action.GetNamespace(), opts)
 		if err != nil {
 			return false, nil, err
 		}
@@ -43,6 +48,10 @@ func NewClientset(objects ...runtime.Object) *Clientset {
 	})
 	return c
 }
+
+// IsWatchListSemanticsUnSupported tells client-go's reflector that this fake
+// cannot stream an initial list through a watch, as client-go's own fakes do.
+func (c *Clientset) IsWatchListSemanticsUnSupported() bool { return true }
 
 // Tracker is the object store behind the fake, for seeding and inspecting.
 func (c *Clientset) Tracker() testing.ObjectTracker { return c.tracker }

@@ -1,0 +1,163 @@
+package watch
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client/fake"
+)
+
+type inbox struct {
+	mu   sync.Mutex
+	msgs []any
+}
+
+func (b *inbox) send(m any) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+}
+
+func (b *inbox) wait(t *testing.T, what string, match func(any) bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		b.mu.Lock()
+		for i, m := range b.msgs {
+			if match(m) {
+				b.msgs = append(b.msgs[:i], b.msgs[i+1:]...)
+				b.mu.Unlock()
+				return
+			}
+		}
+		b.mu.Unlock()
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no %s message", what)
+}
+
+func (b *inbox) none(t *testing.T, what string, match func(any) bool) {
+	t.Helper()
+	time.Sleep(300 * time.Millisecond)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, m := range b.msgs {
+		if match(m) {
+			t.Fatalf("unexpected %s message: %#v", what, m)
+		}
+	}
+}
+
+func TestDispatcher(t *testing.T) {
+	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", UID: "u-1", Generation: 1}}
+	mc, kc := fake.NewClientset(), k8sfake.NewClientset()
+	box := &inbox{}
+	d := &Dispatcher{Mgors: mc, Kube: kc, Send: box.send, Log: zerolog.Nop()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() { errs <- d.Run(ctx, 10*time.Second) }()
+
+	changed := func(gen int64) func(any) bool {
+		return func(x any) bool {
+			c, ok := x.(actors.ClusterChanged)
+			return ok && c.Mgors.Name == "demo" && c.Mgors.Generation == gen
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // let the informers start watching
+	created, err := mc.Mgorses("db").Create(ctx, m, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errs:
+		t.Fatalf("dispatcher stopped: %v", err)
+	default:
+	}
+	box.wait(t, "ClusterChanged on add", changed(1))
+
+	// Our own status write: same generation, not news.
+	created.Status.Phase = v1alpha1.PhaseProvisioning
+	created.ResourceVersion = "2"
+	if _, err := mc.Mgorses("db").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.none(t, "ClusterChanged after a status-only update", changed(1))
+
+	created.Generation = 2
+	created.Spec.Members = 5
+	if _, err := mc.Mgorses("db").Update(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "ClusterChanged on a spec change", changed(2))
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "demo-0", Namespace: "db",
+		Labels: map[string]string{kube.LabelManagedBy: kube.ManagedBy, kube.LabelInstance: "demo"}}}
+	if _, err := kc.CoreV1().Pods("db").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged for the pod", func(x any) bool {
+		o, ok := x.(actors.OwnedChanged)
+		return ok && o.Cluster == "demo" && o.Namespace == "db"
+	})
+	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "db"}}
+	if _, err := kc.CoreV1().Pods("db").Create(ctx, stranger, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.none(t, "OwnedChanged for a pod we do not own", func(x any) bool {
+		o, ok := x.(actors.OwnedChanged)
+		return ok && o.What == "pod other"
+	})
+
+	if err := mc.Mgorses("db").Delete(ctx, "demo", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "ClusterDeleted", func(x any) bool {
+		c, ok := x.(actors.ClusterDeleted)
+		return ok && c.Name == "demo" && c.UID == "u-1"
+	})
+	cancel()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTombstonesAreUnwrapped(t *testing.T) {
+	box := &inbox{}
+	d := &Dispatcher{Send: box.send}
+	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", UID: "u-1"}}
+	d.mgorsHandler().OnDelete(cache.DeletedFinalStateUnknown{Key: "db/demo", Obj: m})
+	box.wait(t, "ClusterDeleted from a tombstone", func(x any) bool {
+		c, ok := x.(actors.ClusterDeleted)
+		return ok && c.UID == "u-1"
+	})
+}
+
+func TestSpecOrMetaChanged(t *testing.T) {
+	base := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "d", Generation: 1, ResourceVersion: "1"}}
+	status := base.DeepCopy()
+	status.ResourceVersion, status.Status.Phase = "2", v1alpha1.PhaseHealthy
+	ann := base.DeepCopy()
+	ann.Annotations = map[string]string{"mgors.io/force-reconfigure-onto": "demo-1"}
+	gen := base.DeepCopy()
+	gen.Generation = 2
+	for name, tc := range map[string]struct {
+		n    *v1alpha1.Mgors
+		want bool
+	}{"status only": {status, false}, "annotation": {ann, true}, "generation": {gen, true}} {
+		if got := SpecOrMetaChanged(base, tc.n); got != tc.want {
+			t.Errorf("%s: got %t, want %t", name, got, tc.want)
+		}
+	}
+}
