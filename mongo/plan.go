@@ -86,7 +86,8 @@ func (h Hosts) Has(host string) bool { return h[NormalizeHost(host)] }
 // plans again. The rules, in the order Plan applies them:
 //
 //  0. Wait while the current config is not yet held by a majority of voting
-//     members (mongod would answer 308; never pile a config on an uncommitted one).
+//     members (mongod would answer 308; never pile a config on an uncommitted
+//     one), and while status shows no primary to send a reconfig to.
 //  1. Remove members that are not desired, highest _id first (the StatefulSet
 //     removes the highest ordinal; a lower one goes first only when the higher
 //     one cannot go yet); a member whose arbiterOnly or buildIndexes must
@@ -114,6 +115,9 @@ func Plan(current Config, status *Status, desired []DesiredMember, reachable Hos
 	p := planner{cur: current, st: status, want: desiredByHost(desired), order: sortedDesired(desired), reachable: reachable}
 	if s, ok := p.uncommitted(); ok {
 		return s
+	}
+	if status != nil && status.Primary() == nil {
+		return Step{Kind: Wait, Reason: "no member is PRIMARY: a reconfig needs one (MajorityLost tells whether one can be elected)"}
 	}
 	for _, gen := range []func() []Step{p.removals, p.additions, p.voteChanges, p.memberChanges, func() []Step { return p.settingsChange(settings) }} {
 		for _, cand := range gen() {

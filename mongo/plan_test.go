@@ -331,8 +331,19 @@ func TestPlanWaits(t *testing.T) {
 		t.Fatalf("nil status: %+v", s)
 	}
 
-	// The current config is not yet on a majority of voters.
+	// No primary: nobody to send a reconfig to.
 	st := w.status()
+	for i := range st.Members {
+		if st.Members[i].State == StatePrimary {
+			st.Members[i].State = StateSecondary
+		}
+	}
+	if s = Plan(w.cfg, st, desired, w.reachable, v1alpha1.ReplicaSetSettings{}); s.Kind != Wait || !strings.Contains(s.Reason, "PRIMARY") {
+		t.Fatalf("no primary: %+v", s)
+	}
+
+	// The current config is not yet on a majority of voters.
+	st = w.status()
 	for i := range st.Members[1:] {
 		st.Members[1+i].ConfigVersion = w.cfg.Version - 1
 	}
