@@ -4,9 +4,13 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/xdg-go/scram"
@@ -218,4 +222,25 @@ func (n *Node) findSelf(cfg *RSConfig) (int, error) {
 		}
 	}
 	return found, nil
+}
+
+// connErrText words a failed peer call as mongod reports it in
+// lastHeartbeatMessage and quorum-check errors.
+func connErrText(host string, err error) string {
+	var ce *CmdError
+	switch {
+	case errors.As(err, &ce):
+		return fmt.Sprintf("%s: %s", codeName(ce.Code), ce.Msg)
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return fmt.Sprintf("Error connecting to %s :: caused by :: Connection refused", host)
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("Couldn't get a connection within the time limit of %s", host)
+	case errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET):
+		return fmt.Sprintf("Connection closed by peer %s", host)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Sprintf("Error connecting to %s :: caused by :: Could not find address for %s: SocketException: Host not found (authoritative)", host, host)
+	}
+	return err.Error()
 }

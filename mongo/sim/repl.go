@@ -282,7 +282,11 @@ func (n *Node) processHeartbeatResponse(host string, resp bson.Raw, err error, r
 	if err != nil {
 		var ce *CmdError
 		p.authFailed = errors.As(err, &ce) && ce.Code == 18
-		p.health, p.state, p.msg = 0, StateDown, err.Error()
+		p.health, p.state, p.msg = 0, StateDown, connErrText(host, err)
+		if n.rs != nil && n.primary >= 0 && n.primary < len(n.rs.Members) && n.rs.Members[n.primary].Host == host {
+			n.primary = -1 // the primary is down: no primary known until an election
+			n.bumpTopologyLocked()
+		}
 		if p.authFailed {
 			p.state = StateUnknown
 		}

@@ -114,7 +114,7 @@ func (c *conn) cmdReplSetInitiate(req *Request) (bson.D, error) {
 			if errors.As(x.err, &ce) && ce.Code == 185 {
 				return nil, cerr(103, "Our set name did not match that of %s", x.host)
 			}
-			failures = append(failures, fmt.Sprintf("%s failed with %s", x.host, x.err.Error()))
+			failures = append(failures, fmt.Sprintf("%s failed with %s", x.host, connErrText(x.host, x.err)))
 			continue
 		}
 		if v, _ := r.Lookup("configVersion").AsInt64OK(); v >= 1 {
@@ -562,7 +562,7 @@ func (n *Node) reconfigQuorumCheck(cfg *RSConfig, self int) *CmdError {
 	for range cnt {
 		x := <-ch
 		if x.err != nil {
-			failed = append(failed, fmt.Sprintf("%s failed with %s", x.m.Host, x.err.Error()))
+			failed = append(failed, fmt.Sprintf("%s failed with %s", x.m.Host, connErrText(x.m.Host, x.err)))
 			continue
 		}
 		if v, _ := x.r.Lookup("configVersion").AsInt64OK(); int(v) >= cfg.Version {
