@@ -68,10 +68,16 @@ func Down(ctx context.Context, dir string, purge bool, log zerolog.Logger) error
 	if err := unmountUnder(dir); err != nil {
 		errs = append(errs, err)
 	}
-	if err := removeNetwork(ctx); err != nil {
-		errs = append(errs, err)
+	// The bridge and the tables are the machine's, not the directory's: leave them
+	// to a cluster that still runs from another directory.
+	if other := otherCluster(dir); other != "" {
+		log.Warn().Str("running", other).Msg("another localkube cluster runs: its bridge and nftables tables stay")
+	} else {
+		if err := removeNetwork(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		restoreForwarding(l)
 	}
-	restoreForwarding(l)
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}

@@ -51,6 +51,9 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := preflight(dir); err != nil {
+		return err
+	}
 	if opts.Source != "" {
 		if err := Build(ctx, BuildOptions{Source: opts.Source, BinDir: opts.BinDir}, log); err != nil {
 			return err
