@@ -174,7 +174,9 @@ func eventually(t *testing.T, what string, f func() error) {
 
 func TestClientAgainstMongodSim(t *testing.T) {
 	keyfile := []byte("c2VjcmV0LWtleS1mb3ItdGhlLXNldA\n")
-	hosts := simSet(t, 3, keyfile)
+	hosts := simSet(t, 4, keyfile)
+	spare := hosts[3]
+	hosts = hosts[:3]
 	ctx := context.Background()
 	c := NewClient(Options{Timeout: 5 * time.Second, Credentials: KeyfileAuth(keyfile), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
 	defer c.Close(ctx)
@@ -317,4 +319,66 @@ func TestClientAgainstMongodSim(t *testing.T) {
 	if err := c.Freeze(ctx, primary, 0); err != nil {
 		t.Fatalf("unfreeze the old primary: %v", err)
 	}
+
+	// Scale 3 → 4 → 3 with the planner, as the actor will.
+	grown := append(want, DesiredMember{Ordinal: 3, Name: "m3", Host: spare, Votes: 0, Priority: 0})
+	steps := convergeLive(t, c, grown, append(hosts, spare), settings)
+	if len(steps) != 1 || steps[0].Kind != AddMember {
+		t.Fatalf("3→4: %+v", steps)
+	}
+	steps = convergeLive(t, c, want, append(hosts, spare), settings)
+	if len(steps) != 1 || steps[0].Kind != RemoveMember || !SameHost(steps[0].Host, spare) {
+		t.Fatalf("4→3: %+v", steps)
+	}
+}
+
+// convergeLive observes through the primary, plans, and sends steps until Done.
+func convergeLive(t *testing.T, c *Client, desired []DesiredMember, hosts []string, settings v1alpha1.ReplicaSetSettings) []Step {
+	t.Helper()
+	ctx := context.Background()
+	var steps []Step
+	for range 20 {
+		var cfg Config
+		var st *Status
+		reachable := Hosts{}
+		eventually(t, "observe", func() error {
+			var primary string
+			for _, h := range hosts {
+				if r, err := c.Hello(ctx, h); err == nil {
+					reachable[NormalizeHost(h)] = true
+					if r.IsWritablePrimary {
+						primary = h
+					}
+				}
+			}
+			if primary == "" {
+				return errors.New("no primary")
+			}
+			var err error
+			if cfg, err = c.Config(ctx, primary); err != nil {
+				return err
+			}
+			st, err = c.Status(ctx, primary)
+			return err
+		})
+		s := Plan(cfg, st, desired, reachable, settings)
+		switch s.Kind {
+		case Done:
+			return steps
+		case Wait:
+			time.Sleep(200 * time.Millisecond)
+			continue
+		case StepDown:
+			if err := c.StepDown(ctx, s.Host, 30); err != nil {
+				t.Fatalf("%s: %v", s.Reason, err)
+			}
+		default:
+			if err := c.Reconfig(ctx, st.Primary().Name, s.Config, false); err != nil {
+				t.Fatalf("%s: %v", s.Reason, err)
+			}
+		}
+		steps = append(steps, s)
+	}
+	t.Fatalf("no Done after %d steps: %+v", len(steps), steps)
+	return nil
 }
