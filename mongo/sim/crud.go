@@ -154,7 +154,12 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 	}
 	var writeErrors bson.A
 	inserted := 0
+	txn := retryableWrite(req)
 	n.mu.Lock()
+	if cnt, done := n.data.TxnDone(txn.key()); txn != nil && done {
+		n.mu.Unlock()
+		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}}), nil
+	}
 	for i, d := range docs {
 		d = idFirst(d)
 		id := d.Lookup("_id")
@@ -167,7 +172,7 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 			}
 			continue
 		}
-		if _, err := n.writeOplogLocked([]opSpec{{op: "i", ns: ns, o: d}}, false); err != nil {
+		if _, err := n.writeOplogLocked([]opSpec{{op: "i", ns: ns, o: d, txn: txn}}, false); err != nil {
 			n.mu.Unlock()
 			if inserted == 0 {
 				return nil, cerr(10107, "not primary")
@@ -454,6 +459,13 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	var matched, modified int32
 	upserted := bson.A{}
 	var writeErrors bson.A
+	txn := retryableWrite(req)
+	n.mu.Lock()
+	cnt, done := n.data.TxnDone(txn.key())
+	n.mu.Unlock()
+	if txn != nil && done {
+		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}, {Key: "nModified", Value: int32(cnt)}}), nil
+	}
 	for i, u := range ups {
 		q, _ := u.Lookup("q").DocumentOK()
 		uv := u.Lookup("u")
@@ -505,6 +517,9 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			ops = append(ops, opSpec{op: "i", ns: ns, o: nd})
 			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: nd.Lookup("_id")}})
 		}
+		for k := range ops {
+			ops[k].txn = txn
+		}
 		if len(ops) > 0 {
 			if _, err := n.writeOplog(ops, false); err != nil {
 				return nil, cerr(10107, "not primary")
@@ -534,6 +549,13 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 		return nil, cerr(14, "%v", err)
 	}
 	var removed int32
+	txn := retryableWrite(req)
+	n.mu.Lock()
+	cnt, done := n.data.TxnDone(txn.key())
+	n.mu.Unlock()
+	if txn != nil && done {
+		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}}), nil
+	}
 	for _, d := range dels {
 		q, _ := d.Lookup("q").DocumentOK()
 		limit, _ := numberOK(d.Lookup("limit"))
@@ -546,7 +568,7 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 		}
 		var ops []opSpec
 		for _, x := range docs {
-			ops = append(ops, opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: x.Lookup("_id")}})})
+			ops = append(ops, opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: x.Lookup("_id")}}), txn: txn})
 		}
 		if len(ops) > 0 {
 			if _, err := n.writeOplog(ops, false); err != nil {

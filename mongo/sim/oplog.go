@@ -67,22 +67,39 @@ type OplogEntry struct {
 	O2   bson.Raw
 	Wall time.Time
 	Raw  bson.Raw
+	// TxnKey identifies the retryable write (lsid, txnNumber) that wrote it.
+	TxnKey string
 }
 
 // OpTime of the entry.
 func (e OplogEntry) OpTime() OpTime { return OpTime{TS: e.TS, T: e.T} }
 
 // NewOplogEntry builds and encodes an entry.
-func NewOplogEntry(ot OpTime, op, ns string, o, o2 bson.Raw, wall time.Time) OplogEntry {
+// extra carries lsid/txnNumber/stmtId of a retryable write.
+func NewOplogEntry(ot OpTime, op, ns string, o, o2 bson.Raw, wall time.Time, extra ...bson.E) OplogEntry {
 	e := OplogEntry{TS: ot.TS, T: ot.T, Op: op, NS: ns, O: o, O2: o2, Wall: wall}
 	d := bson.D{{Key: "op", Value: op}, {Key: "ns", Value: ns}, {Key: "o", Value: o}}
 	if o2 != nil {
 		d = append(d, bson.E{Key: "o2", Value: o2})
 	}
+	d = append(d, extra...)
 	d = append(d, bson.E{Key: "ts", Value: ot.TS}, bson.E{Key: "t", Value: ot.T}, bson.E{Key: "v", Value: int64(2)},
 		bson.E{Key: "wall", Value: bson.NewDateTimeFromTime(wall)})
 	e.Raw, _ = bson.Marshal(d)
+	e.TxnKey = txnKeyOf(e.Raw)
 	return e
+}
+
+func txnKeyOf(raw bson.Raw) string {
+	lsid, ok := raw.Lookup("lsid").DocumentOK()
+	if !ok {
+		return ""
+	}
+	num, ok := raw.Lookup("txnNumber").AsInt64OK()
+	if !ok {
+		return ""
+	}
+	return (&txnRef{lsid: lsid, number: num}).key()
 }
 
 // DecodeOplogEntry parses an entry received from a sync source or the store.
@@ -104,6 +121,7 @@ func DecodeOplogEntry(raw bson.Raw) (OplogEntry, error) {
 	if ms, ok := raw.Lookup("wall").DateTimeOK(); ok {
 		e.Wall = time.UnixMilli(ms)
 	}
+	e.TxnKey = txnKeyOf(raw)
 	return e, nil
 }
 
@@ -117,10 +135,19 @@ type Collection struct {
 // a pure function of the oplog applied in order.
 type Data struct {
 	dbs map[string]map[string]*Collection
+	// txns counts the oplog entries of each retryable write, so a retry
+	// (same lsid and txnNumber, e.g. after a failover) is not applied twice.
+	txns map[string]int
 }
 
 // NewData returns an empty store.
-func NewData() *Data { return &Data{dbs: map[string]map[string]*Collection{}} }
+func NewData() *Data { return &Data{dbs: map[string]map[string]*Collection{}, txns: map[string]int{}} }
+
+// TxnDone returns how many entries a retryable write produced, if applied.
+func (d *Data) TxnDone(key string) (int, bool) {
+	n, ok := d.txns[key]
+	return n, ok
+}
 
 func idKey(v bson.RawValue) string { return string(rune(v.Type)) + string(v.Value) }
 
@@ -191,6 +218,9 @@ func (c *Collection) remove(id bson.RawValue) {
 
 // Apply applies one oplog entry; entries are idempotent.
 func (d *Data) Apply(e OplogEntry) {
+	if e.TxnKey != "" {
+		d.txns[e.TxnKey]++
+	}
 	db, coll := splitNS(e.NS)
 	switch e.Op {
 	case "i":

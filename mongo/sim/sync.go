@@ -14,6 +14,38 @@ import (
 type opSpec struct {
 	op, ns string
 	o, o2  bson.Raw
+	txn    *txnRef // retryable write this op belongs to, if any
+}
+
+// txnRef names a retryable write: the session (lsid) and its txnNumber.
+type txnRef struct {
+	lsid   bson.Raw
+	number int64
+}
+
+// key identifies the retryable write across members (recorded in the oplog).
+func (t *txnRef) key() string {
+	if t == nil {
+		return ""
+	}
+	_, id, _ := t.lsid.Lookup("id").BinaryOK()
+	return fmt.Sprintf("%x:%d", id, t.number)
+}
+
+// retryableWrite returns the request's retryable-write identity, or nil.
+func retryableWrite(req *Request) *txnRef {
+	num, ok := req.Body.Lookup("txnNumber").AsInt64OK()
+	if !ok {
+		return nil
+	}
+	lsid, ok := req.Body.Lookup("lsid").DocumentOK()
+	if !ok {
+		return nil
+	}
+	if _, err := req.Body.LookupErr("startTransaction"); err == nil {
+		return nil
+	}
+	return &txnRef{lsid: lsid, number: num}
 }
 
 func mustRaw(d any) bson.Raw {
@@ -56,7 +88,11 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 		if n.cfg.ReplSet == "" {
 			ot.T = 0
 		}
-		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now))
+		var extra bson.D
+		if op.txn != nil {
+			extra = bson.D{{Key: "lsid", Value: op.txn.lsid}, {Key: "txnNumber", Value: op.txn.number}, {Key: "stmtId", Value: int32(0)}}
+		}
+		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now, extra...))
 	}
 	if err := n.store.AppendOplog(entries); err != nil {
 		return OpTime{}, err
