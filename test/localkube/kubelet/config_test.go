@@ -2,8 +2,6 @@ package kubelet
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +116,7 @@ func TestKubeletRestartReadoptsPods(t *testing.T) {
 	}
 	// Deleting it through the new kubelet ends the adopted process.
 	e.deleteAndWait(t, testNS, p.Name)
-	if _, err := os.Stat(filepath.Join("/proc", itoa(before[0]))); err == nil {
+	if _, err := procStartTicks(before[0]); err == nil { // gone or a zombie
 		t.Fatalf("adopted process %d survived its pod's deletion", before[0])
 	}
 }

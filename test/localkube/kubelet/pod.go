@@ -194,6 +194,10 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		w.log.Info().Msg("pod removed")
 		return true
 	}
+	if len(w.ctrs) == 0 && (pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed) {
+		// A pod that finished before this kubelet knew it: never run it again.
+		w.tornDown = true
+	}
 	if w.tornDown {
 		return false
 	}
