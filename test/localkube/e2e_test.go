@@ -349,3 +349,50 @@ func TestPartitionCutsOnlyTheTwoPods(t *testing.T) {
 		t.Error("a cannot reach b after Heal")
 	}
 }
+
+func TestStoppedPodTurnsUnreadyAndResumes(t *testing.T) {
+	env := harness.Cluster(t)
+	ctx := ctxFor(t)
+	cs, ns := env.Client, env.Namespace
+	c := webServer()
+	c.VolumeMounts = nil
+	c.Command = []string{"python3", "-m", "http.server", "8080", "--directory", "/"}
+	// An HTTP probe: a frozen process still completes TCP handshakes (the kernel
+	// does them) but never answers a request.
+	c.ReadinessProbe = &corev1.Probe{
+		ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+		PeriodSeconds:    1,
+		TimeoutSeconds:   1,
+		FailureThreshold: 1,
+	}
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web"},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{c}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	readiness := func(want bool) func() error {
+		return func() error {
+			p, err := cs.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if podReady(p) != want {
+				return fmt.Errorf("Ready=%v, want %v", podReady(p), want)
+			}
+			return nil
+		}
+	}
+	eventually(t, "web Ready", readiness(true))
+	env.StopPod(t, ns, "web")
+	eventually(t, "web unready while stopped", readiness(false))
+	env.ResumePod(t, ns, "web")
+	eventually(t, "web Ready after resume", readiness(true))
+	p, err := cs.CoreV1().Pods(ns).Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Status.ContainerStatuses[0].RestartCount; n != 0 {
+		t.Errorf("a stopped and resumed container was restarted %d times", n)
+	}
+}

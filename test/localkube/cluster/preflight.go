@@ -24,7 +24,10 @@ func otherCluster(dir string) string {
 		if err != nil || len(b) == 0 || !alive(pid) {
 			continue
 		}
-		if other := clusterDirOf(bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0})); other != "" && other != dir {
+		other := clusterDirOf(bytes.Split(bytes.TrimRight(b, "\x00"), []byte{0}))
+		// Only a cluster of `localkube up` (it has cluster.json) holds the network
+		// plan; test fixtures that run an etcd of their own on free ports do not.
+		if other != "" && other != dir && fileExists(filepath.Join(other, "cluster.json")) {
 			return other
 		}
 	}
