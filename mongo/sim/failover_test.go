@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -270,4 +271,65 @@ func TestPriorityTakeover(t *testing.T) {
 	}
 	mustRun(t, pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, members, v+1)}})
 	waitFor(t, 30*time.Second, "higher-priority member takes over", func() bool { return primaryOf(ms) == want })
+}
+
+// Writes keep flowing through the driver while the primary is SIGKILLed:
+// every write the driver acknowledged with w:majority is there afterwards.
+func TestAcknowledgedMajorityWritesSurviveKillUnderLoad(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	client := connect(t, rsURI(ms, ""))
+	coll := client.Database("test").Collection("load", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	var mu sync.Mutex
+	var acked []int
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}})
+			cancel()
+			if err == nil {
+				mu.Lock()
+				acked = append(acked, i)
+				mu.Unlock()
+			}
+		}
+	}()
+	ackedCount := func() int { mu.Lock(); defer mu.Unlock(); return len(acked) }
+	waitFor(t, 20*time.Second, "writes before the kill", func() bool { return ackedCount() >= 30 })
+	ms[p].kill()
+	before := ackedCount()
+	waitFor(t, 30*time.Second, "writes after the failover", func() bool { return ackedCount() >= before+30 })
+	close(stop)
+	<-done
+	rest := append(append([]*member{}, ms[:p]...), ms[p+1:]...)
+	np := waitPrimary(t, rest, 20*time.Second)
+	rc := rest[np].client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cur, err := rc.Database("test").Collection("load", options.Collection().SetReadConcern(readconcern.Majority())).Find(ctx, bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var docs []bson.M
+	if err := cur.All(ctx, &docs); err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, d := range docs {
+		have[fmt.Sprint(d["_id"])] = true
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range acked {
+		if !have[fmt.Sprint(id)] {
+			t.Fatalf("acknowledged w:majority write %d missing after failover (%d acked, %d present)", id, len(acked), len(docs))
+		}
+	}
 }
