@@ -52,6 +52,9 @@ type Deps struct {
 	AfterAppend func(eventlog.Record)
 	// Metrics receives the actor's measurements (nil: none).
 	Metrics Metrics
+	// Mailbox, when set, gives each Cluster actor's mailbox a statistics hook
+	// (the mailbox-depth metric).
+	Mailbox func(cluster string) actor.MailboxMiddleware
 }
 
 // Metrics is what the actors report; cmd wires it to Prometheus.
@@ -126,12 +129,16 @@ type cluster struct {
 func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
 	stream := eventlog.Stream{Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
 	first := m.DeepCopy()
+	var opts []actor.PropsOption
+	if deps.Mailbox != nil {
+		opts = append(opts, actor.WithMailbox(actor.Unbounded(deps.Mailbox(stream.Key()))))
+	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &cluster{
 			deps: deps, stream: stream, mgors: first, state: Initial(),
 			log: deps.Log.With().Str("cluster", stream.Key()).Str("uid", stream.UID).Logger(),
 		}
-	})
+	}, opts...)
 }
 
 // Receive handles one message; nothing here blocks.
@@ -146,6 +153,9 @@ func (c *cluster) Receive(ctx actor.Context) {
 	case *actor.Stopped:
 		if c.deps.Metrics != nil {
 			c.deps.Metrics.Forget(c.stream.Key())
+		}
+		if f, ok := c.deps.World.(interface{ Forget(*v1alpha1.Mgors) }); ok {
+			f.Forget(c.mgors)
 		}
 	case Update:
 		if msg.Mgors != nil && string(msg.Mgors.UID) == c.stream.UID {

@@ -142,3 +142,13 @@ func (r *Recorder) MajorityLost(m *v1alpha1.Mgors, reachable, voters int, missin
 func (r *Recorder) Stalled(m *v1alpha1.Mgors, reason, message string) {
 	r.emit(m, corev1.EventTypeWarning, EventStalled, "%s: %s", Reason(reason), message)
 }
+
+// Event records an Event of the given reason, for the actor's decisions that
+// have no typed helper; the message is scrubbed like the others.
+func (r *Recorder) Event(m *v1alpha1.Mgors, warning bool, reason, message string) {
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	r.emit(m, typ, reason, "%s", message)
+}

@@ -7,6 +7,7 @@ package watch
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,7 +40,12 @@ type Dispatcher struct {
 	Resync time.Duration
 	Send   Sink
 	Log    zerolog.Logger
+
+	synced atomic.Bool
 }
+
+// Synced reports whether every informer cache has synced, for readiness.
+func (d *Dispatcher) Synced() bool { return d.synced.Load() }
 
 // Run starts the informers and blocks until ctx ends. It returns an error if
 // the caches do not sync within syncTimeout.
@@ -85,6 +91,7 @@ func (d *Dispatcher) Run(ctx context.Context, syncTimeout time.Duration) error {
 			return fmt.Errorf("watch: the %v cache did not sync within %s", typ, syncTimeout)
 		}
 	}
+	d.synced.Store(true)
 	d.Log.Info().Str("namespace", d.Namespace).Msg("watching Mgors objects and what they own")
 	<-ctx.Done()
 	factory.Shutdown()

@@ -1,0 +1,362 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
+)
+
+// AdminUsername is the name of the admin user the operator creates.
+const AdminUsername = "admin"
+
+// KubeWorld is the World of a real cluster: the Kubernetes API through kube,
+// and the members through mongo, authenticated with the cluster's keyfile as
+// mongod's internal user (which works before any user exists, so the admin
+// user is created without the localhost exception).
+type KubeWorld struct {
+	Kube     kubernetes.Interface
+	Applier  *kube.Applier
+	Status   *kube.StatusWriter
+	Recorder *kube.Recorder
+	// Mongo are the options of each cluster's admin client (resolver, timeout);
+	// the credentials are filled in from the cluster's keyfile Secret.
+	Mongo         mongo.Options
+	ClusterDomain string
+	// NewAdmin builds an admin client; mongo.NewClient when nil (tests swap it).
+	NewAdmin func(mongo.Options) mongo.Admin
+
+	mu     sync.Mutex
+	admins map[string]mongo.Admin // by Mgors UID
+}
+
+var _ World = (*KubeWorld)(nil)
+
+// admin returns the cluster's admin client, built once its keyfile exists.
+func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors) (mongo.Admin, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if a, ok := w.admins[string(m.UID)]; ok {
+		return a, nil
+	}
+	sec, err := w.Applier.Secret(ctx, m.Namespace, m.KeyfileSecretName())
+	if err != nil {
+		return nil, fmt.Errorf("reading the keyfile Secret %s: %w", m.KeyfileSecretName(), err)
+	}
+	key := sec.Data[v1alpha1.KeyfileSecretKey]
+	if len(key) == 0 {
+		return nil, fmt.Errorf("the keyfile Secret %s has no key %q", m.KeyfileSecretName(), v1alpha1.KeyfileSecretKey)
+	}
+	opts := w.Mongo
+	opts.Credentials = mongo.KeyfileAuth(key)
+	newAdmin := w.NewAdmin
+	if newAdmin == nil {
+		newAdmin = func(o mongo.Options) mongo.Admin { return mongo.NewClient(o) }
+	}
+	a := newAdmin(opts)
+	if w.admins == nil {
+		w.admins = map[string]mongo.Admin{}
+	}
+	w.admins[string(m.UID)] = a
+	return a, nil
+}
+
+// Forget closes the admin client of a cluster that is gone.
+func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
+	w.mu.Lock()
+	a, ok := w.admins[string(m.UID)]
+	delete(w.admins, string(m.UID))
+	w.mu.Unlock()
+	if ok {
+		_ = a.Close(context.Background())
+	}
+}
+
+// Observe reads the cluster's objects and asks every member, concurrently,
+// each call bounded by ctx.
+func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
+	o := Observation{Replicas: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{}, ForceAnnotation: m.Annotations[ForceAnnotation]}
+	if err := w.observeObjects(ctx, m, &o); err != nil {
+		return o, err
+	}
+	problems, err := w.Applier.Diagnose(ctx, m)
+	if err != nil {
+		return o, fmt.Errorf("diagnosing: %w", err)
+	}
+	for _, p := range problems {
+		o.Problems = append(o.Problems, Problem{Reason: p.Reason, Message: p.Message})
+	}
+	if o.Replicas < 0 {
+		return o, nil // nothing runs yet
+	}
+	admin, err := w.admin(ctx, m)
+	if err != nil {
+		if apierrors.IsNotFound(errors.Unwrap(err)) {
+			return o, nil // the keyfile comes with EnsureObjects
+		}
+		return o, err
+	}
+	w.observeMembers(ctx, admin, desired, &o)
+	return o, nil
+}
+
+func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Observation) error {
+	var missing []string
+	get := func(what string, f func(context.Context) error) error {
+		cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+		defer cancel()
+		err := f(cctx)
+		if apierrors.IsNotFound(err) {
+			missing = append(missing, what)
+			return nil
+		}
+		return err
+	}
+	cs := w.Kube
+	var sts *appsv1.StatefulSet
+	err := errors.Join(
+		get("Service "+m.ServiceName(), func(c context.Context) error {
+			_, err := cs.CoreV1().Services(m.Namespace).Get(c, m.ServiceName(), metav1.GetOptions{})
+			return err
+		}),
+		get("Secret "+m.KeyfileSecretName(), func(c context.Context) error {
+			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.KeyfileSecretName(), metav1.GetOptions{})
+			return err
+		}),
+		get("Secret "+m.AdminSecretName(), func(c context.Context) error {
+			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.AdminSecretName(), metav1.GetOptions{})
+			return err
+		}),
+		get("PodDisruptionBudget "+m.Name, func(c context.Context) error {
+			_, err := cs.PolicyV1().PodDisruptionBudgets(m.Namespace).Get(c, m.Name, metav1.GetOptions{})
+			return err
+		}),
+		get("StatefulSet "+m.Name, func(c context.Context) error {
+			var err error
+			sts, err = cs.AppsV1().StatefulSets(m.Namespace).Get(c, m.Name, metav1.GetOptions{})
+			return err
+		}),
+	)
+	if m.Spec.Arbiters > 0 {
+		err = errors.Join(err, get("StatefulSet "+kube.ArbiterName(m), func(c context.Context) error {
+			_, err := cs.AppsV1().StatefulSets(m.Namespace).Get(c, kube.ArbiterName(m), metav1.GetOptions{})
+			return err
+		}))
+	}
+	if err != nil {
+		return fmt.Errorf("reading the cluster's objects: %w", err)
+	}
+	if sts != nil && sts.Spec.Replicas != nil {
+		o.Replicas = *sts.Spec.Replicas
+		want := kube.StatefulSet(m, kube.Options{ClusterDomain: w.ClusterDomain, Replicas: sts.Spec.Replicas})
+		if sts.Spec.Template.Annotations[kube.TemplateHashAnnotation] != want.Spec.Template.Annotations[kube.TemplateHashAnnotation] {
+			missing = append(missing, "an up-to-date pod template in StatefulSet "+m.Name)
+		}
+	}
+	sort.Strings(missing)
+	o.ObjectsReady = len(missing) == 0
+	if !o.ObjectsReady {
+		o.ObjectsMessage = "to create or update: " + joinComma(missing)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+	defer cancel()
+	pods, err := cs.CoreV1().Pods(m.Namespace).List(cctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(kube.ClusterSelectorLabels(m)).String()})
+	if err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	for _, p := range pods.Items {
+		o.Pods[p.Name] = PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p), Deleting: p.DeletionTimestamp != nil}
+	}
+	return nil
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func joinComma(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ", "
+		}
+		out += x
+	}
+	return out
+}
+
+// observeMembers asks each member hello, then the config and status from the
+// primary (or the member with the newest config), then the admin user.
+func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, o *Observation) {
+	type answer struct {
+		dm    mongo.DesiredMember
+		hello mongo.HelloReply
+		err   error
+	}
+	answers := make(chan answer, len(desired))
+	for _, dm := range desired {
+		go func() {
+			h, err := admin.Hello(ctx, dm.Host)
+			answers <- answer{dm, h, err}
+		}()
+	}
+	best := ""
+	var bestVersion int64
+	for range desired {
+		a := <-answers
+		mv := MemberView{Name: a.dm.Name, Host: a.dm.Host, Arbiter: a.dm.Arbiter}
+		if a.err != nil {
+			mv.Err = a.err.Error()
+		} else {
+			mv.Answers = true
+			mv.HasConfig = a.hello.SetName != ""
+			mv.ConfigVersion = a.hello.SetVersion
+			mv.Primary = a.hello.IsWritablePrimary
+			if mv.Primary {
+				o.Primary = a.dm.Host
+			}
+			if mv.HasConfig && (best == "" || mv.ConfigVersion > bestVersion) {
+				best, bestVersion = a.dm.Host, mv.ConfigVersion
+			}
+		}
+		o.Members[a.dm.Host] = mv
+	}
+	source := o.Primary
+	if source == "" {
+		source = best
+	}
+	if source == "" {
+		return // no member holds a config
+	}
+	if cfg, err := admin.Config(ctx, source); err == nil {
+		o.Config, o.ConfigFrom = &cfg, source
+	}
+	if st, err := admin.Status(ctx, source); err == nil {
+		o.Status = st
+		for _, ms := range st.Members {
+			for host, mv := range o.Members {
+				if mongo.SameHost(host, ms.Name) {
+					mv.State = ms.State
+					o.Members[host] = mv
+				}
+			}
+		}
+	}
+	if o.Primary == "" && o.Config != nil {
+		// No primary: each survivor's own view is the evidence of a majority loss.
+		o.Statuses = map[string]*mongo.Status{}
+		for host, mv := range o.Members {
+			if mv.Answers && mv.HasConfig {
+				if st, err := admin.Status(ctx, host); err == nil {
+					o.Statuses[host] = st
+				}
+			}
+		}
+	}
+	if o.Primary != "" {
+		if ok, err := admin.UserExists(ctx, o.Primary, AdminUsername); err == nil {
+			o.AdminUser = &ok
+		}
+	}
+}
+
+// Act carries out one action.
+func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
+	switch a.Kind {
+	case ActEnsureObjects:
+		return w.ensureObjects(ctx, m)
+	case ActScale:
+		_, err := w.Applier.ScaleStatefulSet(ctx, m, m.Name, a.Replicas)
+		return err
+	}
+	admin, err := w.admin(ctx, m)
+	if err != nil {
+		return err
+	}
+	switch a.Kind {
+	case ActInitiate:
+		return admin.Initiate(ctx, a.Host, *a.Config)
+	case ActReconfig:
+		return admin.Reconfig(ctx, a.Host, *a.Config, false)
+	case ActForceReconfig:
+		return admin.Reconfig(ctx, a.Host, *a.Config, true)
+	case ActStepDown:
+		return admin.StepDown(ctx, a.Host, 60)
+	case ActCreateUser:
+		sec, err := w.Applier.Secret(ctx, m.Namespace, m.AdminSecretName())
+		if err != nil {
+			return fmt.Errorf("reading the admin Secret %s: %w", m.AdminSecretName(), err)
+		}
+		user := string(sec.Data[v1alpha1.AdminUsernameSecretKey])
+		if user == "" {
+			user = AdminUsername
+		}
+		return admin.CreateUser(ctx, a.Host, user, string(sec.Data[v1alpha1.AdminPasswordSecretKey]),
+			[]mongo.Role{{Role: "root", DB: "admin"}})
+	}
+	return fmt.Errorf("unknown action %q", a.Kind)
+}
+
+func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error {
+	o := kube.Options{ClusterDomain: w.ClusterDomain}
+	if _, err := w.Applier.EnsureKeyfile(ctx, m); err != nil {
+		return err
+	}
+	if _, err := w.Applier.EnsureAdminCredentials(ctx, m, AdminUsername); err != nil {
+		return err
+	}
+	if _, err := w.Applier.EnsureService(ctx, kube.HeadlessService(m)); err != nil {
+		return err
+	}
+	if _, err := w.Applier.EnsureStatefulSet(ctx, kube.StatefulSet(m, o)); err != nil {
+		return err
+	}
+	if m.Spec.Arbiters > 0 {
+		if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m, o)); err != nil {
+			return err
+		}
+	}
+	_, err := w.Applier.EnsurePodDisruptionBudget(ctx, kube.PodDisruptionBudget(m, m.Spec.Members+m.Spec.Arbiters, kube.Voters(m)))
+	return err
+}
+
+// WriteStatus writes st when it differs from what is stored; conditions keep
+// their lastTransitionTime while their status holds.
+func (w *KubeWorld) WriteStatus(ctx context.Context, m *v1alpha1.Mgors, st v1alpha1.MgorsStatus) error {
+	_, err := w.Status.Update(ctx, m.Namespace, m.Name, m.UID, func(cur *v1alpha1.MgorsStatus) {
+		conds := cur.Conditions
+		*cur = st
+		cur.Conditions = conds
+		for _, c := range st.Conditions {
+			kube.SetCondition(cur, c.ObservedGeneration, c.Type, c.Status, c.Reason, c.Message)
+		}
+	})
+	if apierrors.IsNotFound(err) {
+		return nil // the Mgors is gone; its actor stops soon
+	}
+	return err
+}
+
+// Event records a Kubernetes Event on the Mgors.
+func (w *KubeWorld) Event(m *v1alpha1.Mgors, warning bool, reason, message string) {
+	w.Recorder.Event(m, warning, reason, message)
+}

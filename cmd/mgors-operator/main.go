@@ -1,0 +1,323 @@
+// Command mgors-operator runs the Mgors operator: it installs the Mgors CRD,
+// takes the leader Lease (when asked), watches Mgors objects and runs one
+// supervised actor per cluster. Wiring only; the behaviour lives in actors,
+// watch, kube and mongo.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/client"
+	"github.com/mgors/operator/mongo"
+	"github.com/mgors/operator/watch"
+)
+
+type options struct {
+	kubeconfig     string
+	namespace      string
+	leaderElect    bool
+	leaseNamespace string
+	leaseName      string
+	healthAddr     string
+	metricsAddr    string
+	clusterDomain  string
+	dnsServer      string
+	store          string
+	storeDir       string
+	interval       time.Duration
+	observeTimeout time.Duration
+	actTimeout     time.Duration
+	snapshotEvery  int64
+	logLevel       string
+	identity       string
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	host, _ := os.Hostname()
+	fs := flag.NewFlagSet("mgors-operator", flag.ContinueOnError)
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file; empty means the in-cluster config")
+	fs.StringVar(&o.namespace, "namespace", "", "watch only this namespace; empty watches all")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "take a Lease before acting, so only one replica acts")
+	fs.StringVar(&o.leaseNamespace, "lease-namespace", "mgors-system", "namespace of the leader Lease")
+	fs.StringVar(&o.leaseName, "lease-name", "mgors-operator", "name of the leader Lease")
+	fs.StringVar(&o.healthAddr, "health-addr", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.metricsAddr, "metrics-addr", ":8080", "address of /metrics")
+	fs.StringVar(&o.clusterDomain, "cluster-domain", "cluster.local", "the cluster's DNS domain, in member host names")
+	fs.StringVar(&o.dnsServer, "dns-server", "", "resolve member names through this DNS server (host:port), for an operator running outside the cluster")
+	fs.StringVar(&o.store, "event-store", "", "where event logs are kept: kube, file or memory; empty means kube in a cluster, file outside")
+	fs.StringVar(&o.storeDir, "event-dir", ".mgors/events", "directory of the file event store")
+	fs.DurationVar(&o.interval, "interval", 10*time.Second, "how often each cluster is observed without a change to wake it")
+	fs.DurationVar(&o.observeTimeout, "observe-timeout", 20*time.Second, "bound of one observation (every call inside has its own, shorter deadline)")
+	fs.DurationVar(&o.actTimeout, "act-timeout", 60*time.Second, "bound of one action")
+	fs.Int64Var(&o.snapshotEvery, "snapshot-every", 100, "records between event-log snapshots")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	switch o.store {
+	case "", "kube", "file", "memory":
+	default:
+		return o, fmt.Errorf("--event-store must be kube, file or memory, not %q", o.store)
+	}
+	if o.interval <= 0 || o.observeTimeout <= 0 || o.actTimeout <= 0 {
+		return o, errors.New("--interval, --observe-timeout and --act-timeout must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	log := zerolog.New(os.Stderr).With().Timestamp().Str("component", "mgors-operator").Logger()
+	o, err := parseFlags(os.Args[1:])
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		log.Error().Err(err).Msg("bad flags")
+		os.Exit(2)
+	}
+	if lvl, err := zerolog.ParseLevel(o.logLevel); err == nil {
+		log = log.Level(lvl)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error().Err(err).Msg("operator stopped")
+		os.Exit(1)
+	}
+	log.Info().Msg("operator stopped")
+}
+
+func restConfig(o options) (*rest.Config, bool, error) {
+	if o.kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		return cfg, true, err
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
+	return cfg, false, err
+}
+
+func run(ctx context.Context, o options, log zerolog.Logger) error {
+	cfg, inCluster, err := restConfig(o)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mc, err := client.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ac, err := apiextensionsclient.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	met := newMetrics(reg)
+	var leading atomic.Bool
+	var dispatcher atomic.Pointer[watch.Dispatcher]
+	serve(ctx, log, o.metricsAddr, "/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	health := http.NewServeMux()
+	health.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	health.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if o.leaderElect && !leading.Load() {
+			_, _ = w.Write([]byte("standby")) // ready to take over: a standby is healthy
+			return
+		}
+		if d := dispatcher.Load(); d == nil || !d.Synced() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	serve(ctx, log, o.healthAddr, "/", health)
+
+	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	err = kube.InstallCRD(ictx, ac, 2*time.Minute)
+	cancel()
+	if err != nil {
+		return err
+	}
+	log.Info().Msg("Mgors CRD installed and established")
+
+	store, err := openStore(o, inCluster, kc)
+	if err != nil {
+		return err
+	}
+	recorder, stopEvents := kube.NewEventBroadcaster(ctx, kc)
+	defer stopEvents()
+	mopts := mongo.Options{Log: log.With().Str("component", "mongo").Logger()}
+	if o.dnsServer != "" {
+		mopts.Resolver = resolverVia(o.dnsServer)
+	}
+	world := &actors.KubeWorld{
+		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: recorder,
+		Mongo: mopts, ClusterDomain: o.clusterDomain,
+		NewAdmin: func(opts mongo.Options) mongo.Admin { return timedAdmin{Admin: mongo.NewClient(opts), m: met} },
+	}
+	deps := &actors.Deps{
+		Store: store, World: world, Log: log, Writer: o.identity, ClusterDomain: o.clusterDomain,
+		Interval: o.interval, ObserveTimeout: o.observeTimeout, ActTimeout: o.actTimeout,
+		SnapshotEvery: o.snapshotEvery, Metrics: met, Mailbox: met.mailboxStats,
+		AfterAppend: crashHook(log),
+	}
+
+	lead := func(ctx context.Context) error {
+		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+			return slog.New(zerolog.NewSlogHandler(log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))
+		}))
+		mgr, err := system.Root.SpawnNamed(actors.NewManagerProps(deps), "manager")
+		if err != nil {
+			return err
+		}
+		d := &watch.Dispatcher{Mgors: mc, Kube: kc, Namespace: o.namespace, Log: log,
+			Send: func(msg any) { system.Root.Send(mgr, msg) }}
+		dispatcher.Store(d)
+		err = d.Run(ctx, 2*time.Minute)
+		// Graceful shutdown: stop the actors (they finish the step under way).
+		if werr := system.Root.PoisonFuture(mgr).Wait(); werr != nil {
+			log.Warn().Err(werr).Msg("stopping the actors")
+		}
+		return err
+	}
+	if !o.leaderElect {
+		leading.Store(true)
+		return lead(ctx)
+	}
+	return leaderElect(ctx, o, kc, log, &leading, lead)
+}
+
+func openStore(o options, inCluster bool, kc kubernetes.Interface) (eventlog.Store, error) {
+	kind := o.store
+	if kind == "" {
+		kind = "file"
+		if inCluster {
+			kind = "kube"
+		}
+	}
+	switch kind {
+	case "kube":
+		return eventlog.NewKube(kc), nil
+	case "memory":
+		return eventlog.NewMemory(), nil
+	}
+	return eventlog.NewFile(o.storeDir)
+}
+
+// resolverVia resolves names through one DNS server, so an operator on a host
+// outside the cluster finds members by their cluster DNS names.
+func resolverVia(server string) *net.Resolver {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, server)
+	}}
+}
+
+// crashHook reads MGORS_CRASH_AFTER=<EventType>[:<n>] and kills the process
+// right after the n-th record of that type is durable, as SIGKILL would: the
+// recovery tests use it to prove the operator converges from any point.
+func crashHook(log zerolog.Logger) func(eventlog.Record) {
+	spec := os.Getenv("MGORS_CRASH_AFTER")
+	if spec == "" {
+		return nil
+	}
+	typ, nth, _ := strings.Cut(spec, ":")
+	n, err := strconv.Atoi(nth)
+	if err != nil || n < 1 {
+		n = 1
+	}
+	var seen atomic.Int32
+	return func(r eventlog.Record) {
+		if r.Type == typ && int(seen.Add(1)) == n {
+			log.Warn().Str("event", r.Type).Int64("seq", r.Seq).Msg("MGORS_CRASH_AFTER: crashing now")
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+	}
+}
+
+func serve(ctx context.Context, log zerolog.Logger, addr, path string, h http.Handler) {
+	if addr == "" || addr == "0" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.Handle(path, h)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error().Err(err).Str("addr", addr).Msg("http server failed")
+		}
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+}
+
+// leaderElect runs lead while this instance holds the Lease; losing it ends
+// the process (a fresh start is the simplest correct way to drop all state).
+func leaderElect(ctx context.Context, o options, kc kubernetes.Interface, log zerolog.Logger, leading *atomic.Bool, lead func(context.Context) error) error {
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leaseNamespace, Name: o.leaseName},
+		Client:     kc.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: o.identity},
+	}
+	var leadErr error
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+		ReleaseOnCancel: true, Name: o.leaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				leading.Store(true)
+				log.Info().Str("identity", o.identity).Msg("leading: starting the actors")
+				leadErr = lead(ctx)
+			},
+			OnStoppedLeading: func() { leading.Store(false) },
+		},
+	})
+	if err != nil {
+		return err
+	}
+	le.Run(ctx) // returns when leadership is lost or ctx ends
+	if ctx.Err() != nil {
+		return leadErr // shutting down
+	}
+	return errors.Join(errors.New("lost the leader Lease"), leadErr)
+}

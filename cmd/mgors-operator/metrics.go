@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	k8smetrics "k8s.io/client-go/tools/metrics"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
+)
+
+// metrics are the operator's Prometheus series. Labels are cluster names,
+// phases, actions and methods: bounded sets, never member data.
+type metrics struct {
+	phase       *prometheus.GaugeVec
+	transitions *prometheus.CounterVec
+	observe     *prometheus.HistogramVec
+	act         *prometheus.HistogramVec
+	actErrors   *prometheus.CounterVec
+	mailbox     *prometheus.GaugeVec
+	apiLatency  *prometheus.HistogramVec
+	apiResults  *prometheus.CounterVec
+	mongoCalls  *prometheus.HistogramVec
+	mongoErrors *prometheus.CounterVec
+}
+
+var phases = []v1alpha1.Phase{v1alpha1.PhaseProvisioning, v1alpha1.PhaseInitiating, v1alpha1.PhaseHealthy, v1alpha1.PhaseRecovering}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		phase: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_cluster_phase",
+			Help: "1 for the phase each cluster is in, 0 for the others."}, []string{"cluster", "phase"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_phase_transitions_total",
+			Help: "Phase changes, by cluster and the phases left and entered."}, []string{"cluster", "from", "to"}),
+		observe: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mgors_observe_duration_seconds",
+			Help: "Time one observation of a cluster took.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, []string{"cluster", "result"}),
+		act: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mgors_act_duration_seconds",
+			Help: "Time one action took.", Buckets: prometheus.ExponentialBuckets(0.005, 2, 14)}, []string{"cluster", "action", "result"}),
+		actErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_action_errors_total",
+			Help: "Actions that failed, by cluster and action."}, []string{"cluster", "action"}),
+		mailbox: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_mailbox_depth",
+			Help: "Messages waiting in each cluster actor's mailbox."}, []string{"cluster"}),
+		apiLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mgors_kube_request_duration_seconds",
+			Help: "Kubernetes API request latency, by verb.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"verb"}),
+		apiResults: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_kube_requests_total",
+			Help: "Kubernetes API requests, by verb and status code."}, []string{"verb", "code"}),
+		mongoCalls: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "mgors_mongo_call_duration_seconds",
+			Help: "MongoDB admin call latency, by command.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 15)}, []string{"command"}),
+		mongoErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_mongo_call_errors_total",
+			Help: "MongoDB admin calls that failed, by command."}, []string{"command"}),
+	}
+	reg.MustRegister(m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox, m.apiLatency, m.apiResults, m.mongoCalls, m.mongoErrors)
+	k8smetrics.Register(k8smetrics.RegisterOpts{RequestLatency: apiLatency{m}, RequestResult: apiResult{m}})
+	return m
+}
+
+func result(err error) string {
+	if err != nil {
+		return "error"
+	}
+	return "ok"
+}
+
+// Phase implements actors.Metrics.
+func (m *metrics) Phase(cluster string, p v1alpha1.Phase) {
+	for _, x := range phases {
+		v := 0.0
+		if x == p {
+			v = 1
+		}
+		m.phase.WithLabelValues(cluster, string(x)).Set(v)
+	}
+}
+
+// Transition implements actors.Metrics.
+func (m *metrics) Transition(cluster string, from, to v1alpha1.Phase) {
+	m.transitions.WithLabelValues(cluster, string(from), string(to)).Inc()
+}
+
+// Observed implements actors.Metrics.
+func (m *metrics) Observed(cluster string, d time.Duration, err error) {
+	m.observe.WithLabelValues(cluster, result(err)).Observe(d.Seconds())
+}
+
+// Acted implements actors.Metrics.
+func (m *metrics) Acted(cluster string, a actors.ActionKind, d time.Duration, err error) {
+	m.act.WithLabelValues(cluster, string(a), result(err)).Observe(d.Seconds())
+	if err != nil {
+		m.actErrors.WithLabelValues(cluster, string(a)).Inc()
+	}
+}
+
+// Forget implements actors.Metrics: a deleted cluster's series go.
+func (m *metrics) Forget(cluster string) {
+	for _, v := range []interface {
+		DeletePartialMatch(prometheus.Labels) int
+	}{m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox} {
+		v.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
+	}
+}
+
+// mailboxStats counts a cluster actor's queued messages.
+type mailboxStats struct{ g prometheus.Gauge }
+
+func (m *metrics) mailboxStats(cluster string) actor.MailboxMiddleware {
+	return mailboxStats{m.mailbox.WithLabelValues(cluster)}
+}
+
+func (s mailboxStats) MailboxStarted()             {}
+func (s mailboxStats) MessagePosted(interface{})   { s.g.Inc() }
+func (s mailboxStats) MessageReceived(interface{}) { s.g.Dec() }
+func (s mailboxStats) MailboxEmpty()               { s.g.Set(0) }
+
+type apiLatency struct{ m *metrics }
+
+func (a apiLatency) Observe(_ context.Context, verb string, _ url.URL, d time.Duration) {
+	a.m.apiLatency.WithLabelValues(verb).Observe(d.Seconds())
+}
+
+type apiResult struct{ m *metrics }
+
+func (a apiResult) Increment(_ context.Context, code, verb, _ string) {
+	a.m.apiResults.WithLabelValues(verb, code).Inc()
+}
+
+// timedAdmin measures every MongoDB admin call.
+type timedAdmin struct {
+	mongo.Admin
+	m *metrics
+}
+
+func (t timedAdmin) time(cmd string, start time.Time, err error) error {
+	t.m.mongoCalls.WithLabelValues(cmd).Observe(time.Since(start).Seconds())
+	if err != nil {
+		t.m.mongoErrors.WithLabelValues(cmd).Inc()
+	}
+	return err
+}
+
+func (t timedAdmin) Hello(ctx context.Context, host string) (mongo.HelloReply, error) {
+	start := time.Now()
+	h, err := t.Admin.Hello(ctx, host)
+	return h, t.time("hello", start, err)
+}
+
+func (t timedAdmin) Status(ctx context.Context, host string) (*mongo.Status, error) {
+	start := time.Now()
+	s, err := t.Admin.Status(ctx, host)
+	return s, t.time("replSetGetStatus", start, err)
+}
+
+func (t timedAdmin) Config(ctx context.Context, host string) (mongo.Config, error) {
+	start := time.Now()
+	c, err := t.Admin.Config(ctx, host)
+	return c, t.time("replSetGetConfig", start, err)
+}
+
+func (t timedAdmin) Initiate(ctx context.Context, host string, c mongo.Config) error {
+	start := time.Now()
+	return t.time("replSetInitiate", start, t.Admin.Initiate(ctx, host, c))
+}
+
+func (t timedAdmin) Reconfig(ctx context.Context, host string, c mongo.Config, force bool) error {
+	start := time.Now()
+	return t.time("replSetReconfig:force="+strconv.FormatBool(force), start, t.Admin.Reconfig(ctx, host, c, force))
+}
+
+func (t timedAdmin) UserExists(ctx context.Context, host, user string) (bool, error) {
+	start := time.Now()
+	ok, err := t.Admin.UserExists(ctx, host, user)
+	return ok, t.time("usersInfo", start, err)
+}
