@@ -3,6 +3,8 @@ package v1alpha1_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -171,5 +173,32 @@ func TestSchemaRejectsInvalid(t *testing.T) {
 			}
 			t.Fatalf("errors %v; want one on field %s saying %q", errs.ToAggregate(), c.Field, c.Rule)
 		})
+	}
+}
+
+// Every sample in deploy/samples is a valid Mgors.
+func TestSamplesAreValid(t *testing.T) {
+	s := newAPIServer(t)
+	paths, err := filepath.Glob("../../../deploy/samples/*.yaml")
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no samples found: %v", err)
+	}
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j, err := yaml.YAMLToJSON(b)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		obj := &unstructured.Unstructured{}
+		if err := obj.UnmarshalJSON(j); err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		obj.SetNamespace("default")
+		if errs := s.create(requestContext(), obj); len(errs) > 0 {
+			t.Errorf("%s: %v", filepath.Base(p), errs.ToAggregate())
+		}
 	}
 }
