@@ -99,13 +99,11 @@ func containerInit(specPath string) error {
 	if err := unix.Mount("proc", in("/proc"), "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("proc: %w", err)
 	}
-	for _, d := range []string{"/sys", "/dev"} {
-		if err := unix.Mount(d, in(d), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("%s: %w", d, err)
-		}
+	if err := unix.Mount("/sys", in("/sys"), "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("/sys: %w", err)
 	}
-	if err := unix.Mount("shm", in("/dev/shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=64m"); err != nil {
-		return fmt.Errorf("shm: %w", err)
+	if err := mountDev(in("/dev")); err != nil {
+		return fmt.Errorf("/dev: %w", err)
 	}
 	if err := unix.Mount("tmpfs", in("/tmp"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777"); err != nil {
 		return fmt.Errorf("tmp: %w", err)
@@ -299,6 +297,47 @@ func mountImage(imageDir, root string) error {
 			continue
 		}
 		if err := bindInto(root, mountSpec{Source: src, Target: strings.TrimPrefix(dst, root), ReadOnly: true}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountDev gives the container a /dev of its own, as container runtimes do: a tmpfs
+// with the harmless device nodes bound from the host, a private devpts and /dev/shm,
+// and the usual links. The host's disks and other devices stay out of reach.
+func mountDev(dev string) error {
+	if err := unix.Mount("tmpfs", dev, "tmpfs", unix.MS_NOSUID, "mode=0755,size=65536k"); err != nil {
+		return err
+	}
+	for _, d := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		p := filepath.Join(dev, d)
+		if err := os.WriteFile(p, nil, 0o666); err != nil {
+			return err
+		}
+		if err := unix.Mount("/dev/"+d, p, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("%s: %w", d, err)
+		}
+	}
+	for _, d := range []string{"pts", "shm", "mqueue"} {
+		if err := os.Mkdir(filepath.Join(dev, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := unix.Mount("devpts", filepath.Join(dev, "pts"), "devpts", unix.MS_NOSUID|unix.MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620"); err != nil {
+		return fmt.Errorf("devpts: %w", err)
+	}
+	if err := unix.Mount("shm", filepath.Join(dev, "shm"), "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=1777,size=65536k"); err != nil {
+		return fmt.Errorf("shm: %w", err)
+	}
+	if err := unix.Mount("mqueue", filepath.Join(dev, "mqueue"), "mqueue", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mqueue: %w", err)
+	}
+	for name, target := range map[string]string{
+		"ptmx": "pts/ptmx", "fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "core": "/proc/kcore",
+	} {
+		if err := os.Symlink(target, filepath.Join(dev, name)); err != nil {
 			return err
 		}
 	}

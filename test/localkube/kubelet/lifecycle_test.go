@@ -29,14 +29,14 @@ func (e *sharedEnv) logs(t *testing.T, pod, container string, previous bool) str
 // the previous run's log and exit code stay available.
 func TestCrashingContainerIsRestarted(t *testing.T) {
 	e := cluster(t)
-	p := e.create(t, shellPod("crash", "echo run; sleep 0.2; exit 3"))
+	p := e.create(t, shellPod("crash", "echo run; echo bye > /dev/termination-log; sleep 0.2; exit 3"))
 	p = e.waitPod(t, p.Name, 60*time.Second, "restartCount >= 2", func(p *corev1.Pod) bool {
 		return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 2
 	})
 	cs := p.Status.ContainerStatuses[0]
 	last := cs.LastTerminationState.Terminated
-	if last == nil || last.ExitCode != 3 || last.Reason != "Error" {
-		t.Fatalf("lastState: %+v, want terminated with exit code 3 and reason Error", cs.LastTerminationState)
+	if last == nil || last.ExitCode != 3 || last.Reason != "Error" || last.Message != "bye\n" {
+		t.Fatalf("lastState: %+v, want terminated with exit code 3, reason Error, message bye", cs.LastTerminationState)
 	}
 	if p.Status.Phase != corev1.PodRunning {
 		t.Fatalf("phase %s, want Running for a restartPolicy Always pod in back-off", p.Status.Phase)

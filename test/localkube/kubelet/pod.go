@@ -317,6 +317,9 @@ func (w *podWorker) collectExits() {
 			c.probe = nil
 		}
 		exit := c.proc.exit
+		if exit.Message == "" {
+			exit.Message = w.terminationMessage(name, exit.ExitCode, c.obs.RestartCount)
+		}
 		c.proc = nil
 		c.obs.Running, c.obs.Ready, c.obs.Started = false, false, false
 		if c.obs.Current != nil {
@@ -550,6 +553,20 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 		return launch{}, err
 	}
 	mounts = append(mounts, vm...)
+	// The termination message file: a host file per container, read when it ends.
+	termPath := c.TerminationMessagePath
+	if termPath == "" {
+		termPath = corev1.TerminationMessagePathDefault
+	}
+	if err := os.MkdirAll(w.containerDir(c.Name), 0o755); err != nil {
+		return launch{}, err
+	}
+	termFile := filepath.Join(w.containerDir(c.Name), "termination-log")
+	if err := os.WriteFile(termFile, nil, 0o666); err != nil {
+		return launch{}, err
+	}
+	_ = os.Chmod(termFile, 0o666)
+	mounts = append(mounts, mountSpec{Source: termFile, Target: termPath})
 	var envList []string
 	for _, e := range env {
 		envList = append(envList, e.Name+"="+e.Value)
@@ -697,4 +714,31 @@ func (w *podWorker) observedWithWaits() map[string]*observed {
 		m[name] = &o
 	}
 	return m
+}
+
+// terminationMessage is what a container left in its termination message file or,
+// with FallbackToLogsOnError after a failure, the end of its log, bounded as a
+// kubelet bounds them.
+func (w *podWorker) terminationMessage(name string, exitCode int32, restart int32) string {
+	b, _ := os.ReadFile(filepath.Join(w.containerDir(name), "termination-log"))
+	if len(b) > 4096 {
+		b = b[:4096]
+	}
+	if len(b) > 0 || exitCode == 0 {
+		return string(b)
+	}
+	pod, _ := w.latest()
+	if pod == nil {
+		return ""
+	}
+	for _, c := range allContainers(pod) {
+		if c.Name == name && c.TerminationMessagePolicy == corev1.TerminationMessageFallbackToLogsOnError {
+			out := renderLog(readLogFiles(w.logPath(name, restart)), logOptions{TailLines: 80})
+			if len(out) > 2048 {
+				out = out[len(out)-2048:]
+			}
+			return string(out)
+		}
+	}
+	return ""
 }

@@ -62,6 +62,11 @@ func TestLogsExecPortForward(t *testing.T) {
 		t.Fatalf("timestamp %q: %v", f[0], err)
 	}
 
+	// The container has a /dev of its own: no host disks.
+	if out, err := e.exec(t, p.Name, "web", []string{"/bin/sh", "-c", "ls /dev | tr '\\n' ' '"}); err != nil ||
+		out != "core fd full mqueue null ptmx pts random shm stderr stdin stdout termination-log tty urandom zero " {
+		t.Fatalf("/dev holds %q (%v)", out, err)
+	}
 	out, err := e.exec(t, p.Name, "web", []string{"/bin/sh", "-c", "hostname; cat /etc/resolv.conf; exit 7"})
 	if err == nil || !strings.Contains(err.Error(), "exit code 7") {
 		t.Fatalf("exec exit status: %v, want exit code 7", err)
