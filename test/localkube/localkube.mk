@@ -18,9 +18,11 @@ localkube-cmd:
 localkube-build: localkube-cmd
 	$(LOCALKUBE_CMD) build --bin $(LOCALKUBE_BINS)
 
-# Unit tests and the cluster tests (root; they start and stop real clusters).
+# Unit tests, the cluster tests and the end-to-end tests of localkube (root; they
+# start and stop real clusters; the kubelet's own API-level tests find etcd and
+# kube-apiserver through LOCALKUBE_BIN).
 localkube-test: localkube-build
-	go test -count=1 -timeout $(LOCALKUBE_TEST_TIMEOUT) ./test/localkube/cluster/... ./test/localkube/harness/... ./cmd/localkube/...
+	LOCALKUBE_BIN=$(LOCALKUBE_BINS) go test -count=1 -timeout $(LOCALKUBE_TEST_TIMEOUT) ./test/localkube/... ./cmd/localkube/...
 
 # A cluster to work with by hand: make localkube-up; export KUBECONFIG=...
 localkube-up: localkube-build
