@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -241,4 +243,29 @@ func TestClusterActorSurvivesACrashAfterEveryEvent(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestWriteFixture records a bootstrap as cmd/mgorsctl's replay fixture when
+// MGORS_FIXTURE_DIR names a directory: a file store and the operator's log.
+func TestWriteFixture(t *testing.T) {
+	dir := os.Getenv("MGORS_FIXTURE_DIR")
+	if dir == "" {
+		t.Skip("set MGORS_FIXTURE_DIR to record the replay fixture")
+	}
+	store, err := eventlog.NewFile(filepath.Join(dir, "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	logf, err := os.Create(filepath.Join(dir, "operator.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logf.Close()
+	world := newFakeWorld()
+	deps := testDeps(store, world)
+	deps.SnapshotEvery = 0
+	deps.Log = zerolog.New(logf).With().Timestamp().Logger()
+	stop := runOperator(t, deps)
+	waitFor(t, "Healthy", func() bool { return world.phase("db/demo") == v1alpha1.PhaseHealthy })
+	stop()
 }

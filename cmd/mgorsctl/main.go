@@ -1,0 +1,578 @@
+// Command mgorsctl explains Mgors clusters to a person: it replays a cluster's
+// event log as a timeline, rebuilds the state at any point, verifies the log,
+// follows it live, and prints the members table. Installed as kubectl-mgors it
+// is the kubectl plugin `kubectl mgors`.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+)
+
+const usage = `mgorsctl explains Mgors clusters.
+
+Usage:
+  mgorsctl replay  [source] [--at N] [-o table|json] [--verify]
+  mgorsctl events  NAME [-n NAMESPACE] [--dir DIR]      follow a cluster's log live
+  mgorsctl status  NAME [-n NAMESPACE]                  the members table
+
+Sources for replay (one of):
+  --cluster NS/NAME            the log kept in the cluster (kube store, via kubeconfig)
+  --dir DIR --cluster NS/NAME  a file store directory (the operator's --event-dir)
+  --logs FILE|-                saved 'kubectl logs' of the operator (or stdin);
+                               --cluster NS/NAME picks one cluster when several are there
+  --uid UID                    which incarnation, when a name was re-created
+
+Common flags: --kubeconfig FILE (default $KUBECONFIG, then ~/.kube/config)
+`
+
+func main() {
+	if err := run(os.Args[1:], os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "mgorsctl:", err)
+		os.Exit(1)
+	}
+}
+
+type flags struct {
+	cluster, dir, logs, uid, out, kubeconfig, namespace string
+	at                                                  int64
+	verify                                              bool
+	poll                                                time.Duration
+}
+
+func parse(cmd string, args []string) (flags, []string, error) {
+	var f flags
+	fs := flag.NewFlagSet("mgorsctl "+cmd, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&f.cluster, "cluster", "", "NS/NAME of the cluster")
+	fs.StringVar(&f.dir, "dir", "", "file store directory")
+	fs.StringVar(&f.logs, "logs", "", "operator log file, or - for stdin")
+	fs.StringVar(&f.uid, "uid", "", "the incarnation's UID")
+	fs.StringVar(&f.out, "o", "table", "table or json")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig file")
+	fs.StringVar(&f.namespace, "n", "default", "namespace")
+	fs.Int64Var(&f.at, "at", 0, "print the state rebuilt at this sequence number")
+	fs.BoolVar(&f.verify, "verify", false, "check the log and the fold, and compare with the status")
+	fs.DurationVar(&f.poll, "poll", time.Second, "how often events polls the log")
+	// Flags may follow positional arguments (kubectl style).
+	var pos []string
+	for len(args) > 0 {
+		if err := fs.Parse(args); err != nil {
+			return f, nil, fmt.Errorf("%w\n\n%s", err, usage)
+		}
+		args = fs.Args()
+		if len(args) > 0 {
+			pos = append(pos, args[0])
+			args = args[1:]
+		}
+	}
+	if f.out != "table" && f.out != "json" {
+		return f, nil, fmt.Errorf("-o must be table or json, not %q", f.out)
+	}
+	return f, pos, nil
+}
+
+func run(args []string, stdin io.Reader, out io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(out, usage)
+		return nil
+	}
+	cmd := args[0]
+	f, pos, err := parse(cmd, args[1:])
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	switch cmd {
+	case "replay":
+		return replay(ctx, f, stdin, out)
+	case "events":
+		if len(pos) != 1 {
+			return errors.New("events needs the cluster's NAME")
+		}
+		f.cluster = f.namespace + "/" + pos[0]
+		return follow(ctx, f, out)
+	case "status":
+		if len(pos) != 1 {
+			return errors.New("status needs the cluster's NAME")
+		}
+		return status(ctx, f, pos[0], out)
+	}
+	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
+}
+
+// loaded is a log as read from a source: a snapshot (maybe) and records.
+type loaded struct {
+	stream eventlog.Stream
+	snap   *eventlog.Snapshot
+	recs   []eventlog.Record
+	store  eventlog.Store // nil for logs
+}
+
+func splitKey(key string) (string, string, error) {
+	ns, name, ok := strings.Cut(key, "/")
+	if !ok || ns == "" || name == "" {
+		return "", "", fmt.Errorf("--cluster must be NAMESPACE/NAME, not %q", key)
+	}
+	return ns, name, nil
+}
+
+func load(ctx context.Context, f flags, stdin io.Reader) (loaded, error) {
+	if f.cluster != "" {
+		if _, _, err := splitKey(f.cluster); err != nil {
+			return loaded{}, err
+		}
+	}
+	switch {
+	case f.logs != "":
+		return loadLogs(f, stdin)
+	case f.dir != "":
+		st, err := eventlog.NewFile(f.dir)
+		if err != nil {
+			return loaded{}, err
+		}
+		streams, err := st.Streams()
+		if err != nil {
+			return loaded{}, err
+		}
+		s, err := pick(streams, f)
+		if err != nil {
+			return loaded{}, err
+		}
+		snap, recs, err := st.Load(ctx, s)
+		return loaded{stream: s, snap: snap, recs: recs, store: st}, err
+	case f.cluster != "":
+		kc, err := kubeClient(f)
+		if err != nil {
+			return loaded{}, err
+		}
+		st := eventlog.NewKube(kc)
+		ns, _, _ := splitKey(f.cluster)
+		streams, err := st.StreamsIn(ctx, ns)
+		if err != nil {
+			return loaded{}, err
+		}
+		s, err := pick(streams, f)
+		if err != nil {
+			return loaded{}, err
+		}
+		snap, recs, err := st.Load(ctx, s)
+		return loaded{stream: s, snap: snap, recs: recs, store: st}, err
+	}
+	return loaded{}, errors.New("replay needs a source: --cluster, --dir with --cluster, or --logs")
+}
+
+// pick chooses the stream of --cluster (and --uid when several incarnations exist).
+func pick(streams []eventlog.Stream, f flags) (eventlog.Stream, error) {
+	var match []eventlog.Stream
+	for _, s := range streams {
+		if (f.cluster == "" || s.Key() == f.cluster) && (f.uid == "" || s.UID == f.uid) {
+			match = append(match, s)
+		}
+	}
+	switch len(match) {
+	case 0:
+		return eventlog.Stream{}, fmt.Errorf("no event log for %q (uid %q)", f.cluster, f.uid)
+	case 1:
+		return match[0], nil
+	}
+	var names []string
+	for _, s := range match {
+		names = append(names, s.String())
+	}
+	sort.Strings(names)
+	return eventlog.Stream{}, fmt.Errorf("several logs match; choose with --cluster and --uid: %s", strings.Join(names, ", "))
+}
+
+func loadLogs(f flags, stdin io.Reader) (loaded, error) {
+	var r io.Reader = stdin
+	if f.logs != "-" {
+		fh, err := os.Open(f.logs)
+		if err != nil {
+			return loaded{}, err
+		}
+		defer fh.Close()
+		r = fh
+	}
+	all, err := eventlog.ParseLogs(r)
+	if err != nil {
+		return loaded{}, err
+	}
+	byStream := map[eventlog.Stream][]eventlog.Record{}
+	var streams []eventlog.Stream
+	for _, rec := range all {
+		ns, name, _ := strings.Cut(rec.Cluster, "/")
+		s := eventlog.Stream{Namespace: ns, Name: name, UID: rec.UID}
+		if _, ok := byStream[s]; !ok {
+			streams = append(streams, s)
+		}
+		byStream[s] = append(byStream[s], rec)
+	}
+	s, err := pick(streams, f)
+	if err != nil {
+		return loaded{}, err
+	}
+	recs := byStream[s]
+	// An operator that restarted logs some records again only if it wrote them
+	// again, which it never does: keep the first of each seq, in order.
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Seq < recs[j].Seq })
+	dedup := recs[:0]
+	for i, r := range recs {
+		if i == 0 || r.Seq != recs[i-1].Seq {
+			dedup = append(dedup, r)
+		}
+	}
+	return loaded{stream: s, recs: dedup}, nil
+}
+
+func start(l loaded) (actors.State, error) {
+	s := actors.Initial()
+	if l.snap != nil {
+		if err := json.Unmarshal(l.snap.State, &s); err != nil {
+			return s, fmt.Errorf("snapshot at seq %d: %w", l.snap.Seq, err)
+		}
+	}
+	return s, nil
+}
+
+func replay(ctx context.Context, f flags, stdin io.Reader, out io.Writer) error {
+	l, err := load(ctx, f, stdin)
+	if err != nil {
+		return err
+	}
+	s, err := start(l)
+	if err != nil {
+		return err
+	}
+	if f.verify {
+		return verify(ctx, f, l, out)
+	}
+	if f.at > 0 {
+		var upto []eventlog.Record
+		for _, r := range l.recs {
+			if r.Seq <= f.at {
+				upto = append(upto, r)
+			}
+		}
+		if l.snap != nil && f.at < l.snap.Seq {
+			return fmt.Errorf("seq %d is before the snapshot at %d: the log was compacted", f.at, l.snap.Seq)
+		}
+		s, err = actors.Fold(s, upto)
+		if err != nil {
+			return err
+		}
+		return printState(out, s, f.out)
+	}
+	return timeline(out, l, s)
+}
+
+// timeline prints one line per record: seq, time, event, phase before → after, detail.
+func timeline(out io.Writer, l loaded, s actors.State) error {
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "# %s\n", l.stream)
+	if l.snap != nil {
+		fmt.Fprintf(w, "# from the snapshot at seq %d (%s): phase %s\n", l.snap.Seq, l.snap.Time.Format(time.RFC3339), s.Phase)
+	}
+	fmt.Fprintln(w, "SEQ\tTIME\tEVENT\tPHASE\tDETAIL")
+	if err := eventlog.CheckSequence(s.Seq, l.recs); err != nil {
+		fmt.Fprintf(w, "# warning: %v\n", err)
+	}
+	for _, r := range l.recs {
+		e, ok, err := actors.Decode(r)
+		if err != nil {
+			return err
+		}
+		before := s.Phase
+		detail := "(unknown event type)"
+		if ok {
+			s = actors.Evolve(s, r.Seq, r.Time, e)
+			detail = describe(e)
+		}
+		phase := string(s.Phase)
+		if before != s.Phase {
+			phase = string(before) + " → " + string(s.Phase)
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format("15:04:05.000"), r.Type, phase, detail)
+	}
+	return w.Flush()
+}
+
+// describe is a one-line account of an event, for people.
+func describe(e actors.Event) string {
+	switch e := e.(type) {
+	case actors.SpecObserved:
+		return fmt.Sprintf("generation %d: %d members, version %s, paused %t", e.Generation, e.Members, e.Version, e.Paused)
+	case actors.PhaseChanged:
+		return e.Reason
+	case actors.ActionStarted:
+		d := string(e.Action)
+		if e.Target != "" {
+			d += " on " + e.Target
+		}
+		if e.ConfigVersion > 0 {
+			d += fmt.Sprintf(" (config version %d)", e.ConfigVersion)
+		}
+		if e.Replicas > 0 {
+			d += fmt.Sprintf(" (replicas %d)", e.Replicas)
+		}
+		if e.Reason != "" {
+			d += ": " + e.Reason
+		}
+		return d
+	case actors.ActionFinished:
+		if e.Observed {
+			return string(e.Action) + " done (seen in the world)"
+		}
+		return string(e.Action) + " done"
+	case actors.ActionFailed:
+		return string(e.Action) + " failed: " + e.Error
+	case actors.Initiated:
+		if e.Found {
+			return "the replica set already had a config (found on " + e.Host + ")"
+		}
+		return "initiated on " + e.Host
+	case actors.AdminUserReady:
+		if e.Found {
+			return "admin user found"
+		}
+		return "admin user created"
+	case actors.MembersObserved:
+		var ms []string
+		for _, m := range e.Members {
+			ms = append(ms, m.Name+"="+m.State)
+		}
+		return fmt.Sprintf("primary %q, config %d/%d, %s", e.Primary, e.ConfigVersion, e.ConfigTerm, strings.Join(ms, " "))
+	case actors.ProblemsObserved:
+		if len(e.Problems) == 0 {
+			return "no problems"
+		}
+		var ps []string
+		for _, p := range e.Problems {
+			ps = append(ps, p.Reason+": "+p.Message)
+		}
+		return strings.Join(ps, "; ")
+	case actors.MajorityLost:
+		return e.Evidence + "; missing " + strings.Join(e.Missing, ", ")
+	case actors.MajorityRestored:
+		return "majority reachable again: " + strings.Join(e.Reachable, ", ")
+	case actors.WorldDisagreed:
+		return fmt.Sprintf("%s: log says %q, world says %q (the world wins)", e.Subject, e.Log, e.World)
+	case actors.ScaledTo:
+		return fmt.Sprintf("StatefulSet at %d replicas", e.Replicas)
+	}
+	return ""
+}
+
+func printState(out io.Writer, s actors.State, format string) error {
+	if format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "seq\t%d\nphase\t%s\nreason\t%s\ngeneration\t%d\ninitiated\t%t (initiates by the operator: %d)\nadmin user\t%t\n",
+		s.Seq, s.Phase, s.PhaseReason, s.Generation, s.Initiated, s.Initiates, s.AdminUser)
+	fmt.Fprintf(w, "primary\t%s\nconfig\tversion %d, term %d\nreconfigs\t%d (forced %d)\n", s.View.Primary, s.View.ConfigVersion, s.View.ConfigTerm, s.Reconfigs, s.ForcedReconfigs)
+	if s.InFlight != nil {
+		fmt.Fprintf(w, "in flight\t%s %s\n", s.InFlight.Action, s.InFlight.Target)
+	}
+	if s.MajorityLost != nil {
+		fmt.Fprintf(w, "majority lost\t%s\n", s.MajorityLost.Evidence)
+	}
+	fmt.Fprintln(w, "\nMEMBER\tHOST\tSTATE\tHEALTHY\tVOTES\tPRIORITY")
+	for _, m := range s.View.Members {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%d\t%d\n", m.Name, m.Host, m.State, m.Healthy, m.Votes, m.Prio)
+	}
+	return w.Flush()
+}
+
+// verify checks that the log is gapless, that folding it twice gives the same
+// state (the fold is deterministic), and, when the cluster is reachable, that
+// the final state matches what the operator wrote in the status.
+func verify(ctx context.Context, f flags, l loaded, out io.Writer) error {
+	s0, err := start(l)
+	if err != nil {
+		return err
+	}
+	if err := eventlog.CheckSequence(s0.Seq, l.recs); err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	a, err := actors.Fold(s0, l.recs)
+	if err != nil {
+		return fmt.Errorf("verify: %w", err)
+	}
+	s1, _ := start(l)
+	b, _ := actors.Fold(s1, l.recs)
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	if string(ja) != string(jb) {
+		return errors.New("verify: folding the same log twice gave different states")
+	}
+	fmt.Fprintf(out, "log: %d records, gapless, fold deterministic; final seq %d, phase %s\n", len(l.recs), a.Seq, a.Phase)
+	if f.logs != "" || f.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" && !hasDefaultKubeconfig() {
+		fmt.Fprintln(out, "status: not compared (no cluster to read it from)")
+		return nil
+	}
+	mc, err := mgorsClient(f)
+	if err != nil {
+		return err
+	}
+	m, err := mc.Mgorses(l.stream.Namespace).Get(ctx, l.stream.Name, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("reading the Mgors: %w", err)
+	}
+	if string(m.UID) != l.stream.UID {
+		return fmt.Errorf("verify: the Mgors %s is another incarnation (uid %s, log %s)", l.stream.Key(), m.UID, l.stream.UID)
+	}
+	var diffs []string
+	check := func(what string, log, st any) {
+		if fmt.Sprint(log) != fmt.Sprint(st) {
+			diffs = append(diffs, fmt.Sprintf("%s: log %v, status %v", what, log, st))
+		}
+	}
+	check("phase", a.Phase, m.Status.Phase)
+	check("event-log sequence", a.Seq, m.Status.EventLog.Sequence)
+	check("observedGeneration", a.Generation, m.Status.ObservedGeneration)
+	check("config version", a.View.ConfigVersion, m.Status.ConfigVersion)
+	if len(diffs) > 0 {
+		return fmt.Errorf("verify: the status differs from the log's final state: %s", strings.Join(diffs, "; "))
+	}
+	fmt.Fprintln(out, "status: matches the log's final state")
+	return nil
+}
+
+func hasDefaultKubeconfig() bool {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(home, ".kube", "config"))
+	return err == nil
+}
+
+// follow prints a cluster's records as they are written.
+func follow(ctx context.Context, f flags, out io.Writer) error {
+	var store eventlog.Store
+	var streams func() ([]eventlog.Stream, error)
+	if f.dir != "" {
+		fs, err := eventlog.NewFile(f.dir)
+		if err != nil {
+			return err
+		}
+		store, streams = fs, fs.Streams
+	} else {
+		kc, err := kubeClient(f)
+		if err != nil {
+			return err
+		}
+		ks := eventlog.NewKube(kc)
+		store = ks
+		streams = func() ([]eventlog.Stream, error) { return ks.StreamsIn(ctx, f.namespace) }
+	}
+	var last int64
+	for {
+		all, err := streams()
+		if err != nil {
+			return err
+		}
+		if s, err := pick(all, f); err == nil {
+			_, recs, err := store.Load(ctx, s)
+			if err != nil {
+				return err
+			}
+			for _, r := range recs {
+				if r.Seq > last {
+					e, ok, _ := actors.Decode(r)
+					detail := ""
+					if ok {
+						detail = describe(e)
+					}
+					fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Type, detail)
+					last = r.Seq
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(f.poll):
+		}
+	}
+}
+
+func status(ctx context.Context, f flags, name string, out io.Writer) error {
+	mc, err := mgorsClient(f)
+	if err != nil {
+		return err
+	}
+	m, err := mc.Mgorses(f.namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	return printStatus(out, m)
+}
+
+func printStatus(out io.Writer, m *v1alpha1.Mgors) error {
+	st := m.Status
+	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(w, "%s/%s\tphase %s\tready %s\tprimary %s\n", m.Namespace, m.Name, st.Phase, st.Ready, st.Primary)
+	fmt.Fprintf(w, "replica set %s\tconfig %d/%d\tevent log seq %d (%s)\n", st.ReplicaSetName, st.ConfigVersion, st.ConfigTerm, st.EventLog.Sequence, st.EventLog.Store)
+	if st.ConnectionString != "" {
+		fmt.Fprintf(w, "connect\t%s\n", st.ConnectionString)
+	}
+	fmt.Fprintln(w, "\nMEMBER\tSTATE\tHEALTHY\tLAG(s)\tVOTES\tPRIORITY\tHIDDEN")
+	for _, ms := range st.Members {
+		fmt.Fprintf(w, "%s\t%s\t%t\t%d\t%d\t%d\t%t\n", ms.Name, ms.State, ms.Healthy, ms.OptimeLagSeconds, ms.Votes, ms.Priority, ms.Hidden)
+	}
+	fmt.Fprintln(w, "\nCONDITION\tSTATUS\tREASON\tMESSAGE")
+	for _, c := range st.Conditions {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	return w.Flush()
+}
+
+func loadingRules(f flags) clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if f.kubeconfig != "" {
+		rules.ExplicitPath = f.kubeconfig
+	}
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{})
+}
+
+func kubeClient(f flags) (kubernetes.Interface, error) {
+	cfg, err := loadingRules(f).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	return kubernetes.NewForConfig(cfg)
+}
+
+func mgorsClient(f flags) (client.Interface, error) {
+	cfg, err := loadingRules(f).ClientConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = 10 * time.Second
+	return client.NewForConfig(cfg)
+}
