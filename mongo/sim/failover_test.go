@@ -333,3 +333,25 @@ func TestAcknowledgedMajorityWritesSurviveKillUnderLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestArbiterVotesAndAnswersAsArbiter(t *testing.T) {
+	ms := []*member{newMember(t), newMember(t), newMember(t)}
+	cfg := bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{
+		bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: ms[0].host}},
+		bson.D{{Key: "_id", Value: 1}, {Key: "host", Value: ms[1].host}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "host", Value: ms[2].host}, {Key: "arbiterOnly", Value: true}},
+	}}, {Key: "settings", Value: fastSettings}}
+	mustRun(t, ms[0].client(t), bson.D{{Key: "replSetInitiate", Value: cfg}})
+	p := waitPrimary(t, ms[:2], 30*time.Second)
+	waitFor(t, 20*time.Second, "arbiter state", func() bool { return state(t, ms[2]) == 7 })
+	h := helloOf(ms[2])
+	if b, _ := h.Lookup("arbiterOnly").BooleanOK(); !b {
+		t.Fatalf("arbiter hello: %v", h)
+	}
+	if a, _ := helloOf(ms[p]).Lookup("arbiters").Array().Values(); len(a) != 1 {
+		t.Fatalf("primary hello lacks arbiters")
+	}
+	waitFor(t, 20*time.Second, "other data member SECONDARY", func() bool { return state(t, ms[1-p]) == 2 })
+	ms[p].kill()
+	waitFor(t, 30*time.Second, "secondary elected with the arbiter's vote", func() bool { return primaryOf(ms[1-p:2-p]) == 0 })
+}
