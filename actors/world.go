@@ -164,6 +164,9 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		if sts.Spec.Template.Annotations[kube.TemplateHashAnnotation] != want.Spec.Template.Annotations[kube.TemplateHashAnnotation] {
 			missing = append(missing, "an up-to-date pod template in StatefulSet "+m.Name)
 		}
+		if p := sts.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || *p != *want.Spec.PersistentVolumeClaimRetentionPolicy {
+			missing = append(missing, "the volume retention of spec.storage.reclaim in StatefulSet "+m.Name)
+		}
 	}
 	sort.Strings(missing)
 	o.ObjectsReady = len(missing) == 0

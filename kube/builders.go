@@ -193,6 +193,22 @@ func cloneString(p *string) *string {
 
 func storageSize(m *v1alpha1.Mgors) resource.Quantity { return m.StorageSize() }
 
+// retention keeps volumes unless the user asked for them to go with the Mgors
+// (spec.storage.reclaim: Delete, invariant 4). Then the StatefulSet owns its
+// claims, and garbage collection removes them after the StatefulSet, which
+// goes with the Mgors: no finalizer is needed. Scaling down always keeps the
+// volume of the member that left.
+func retention(m *v1alpha1.Mgors) *appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy {
+	p := &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
+		WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+	}
+	if m.Spec.Storage.Reclaim == v1alpha1.VolumeDelete {
+		p.WhenDeleted = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return p
+}
+
 func statefulSet(m *v1alpha1.Mgors, name, component string, replicas int32,
 	res corev1.ResourceRequirements, claims []corev1.PersistentVolumeClaim) *appsv1.StatefulSet {
 	pod := podSpec(m, component, res)
@@ -214,10 +230,7 @@ func statefulSet(m *v1alpha1.Mgors, name, component string, replicas int32,
 			ServiceName:         m.ServiceName(),
 			PodManagementPolicy: appsv1.ParallelPodManagement,
 			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType},
-			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{
-				WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-				WhenScaled:  appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
-			},
+			PersistentVolumeClaimRetentionPolicy: retention(m),
 			VolumeClaimTemplates: claims,
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: podLabels, Annotations: annotations},

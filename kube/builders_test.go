@@ -477,3 +477,18 @@ func TestConnectionString(t *testing.T) {
 		t.Errorf("PVCName = %s", PVCName(m, 2))
 	}
 }
+
+// Invariant 4: volumes go with the Mgors only when spec.storage.reclaim says
+// Delete, and never on a scale-down.
+func TestVolumeRetentionFollowsReclaim(t *testing.T) {
+	for reclaim, want := range map[v1alpha1.VolumeReclaim]appsv1.PersistentVolumeClaimRetentionPolicyType{
+		v1alpha1.VolumeRetain: appsv1.RetainPersistentVolumeClaimRetentionPolicyType,
+		v1alpha1.VolumeDelete: appsv1.DeletePersistentVolumeClaimRetentionPolicyType,
+	} {
+		m := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Reclaim = reclaim })
+		p := StatefulSet(m, Options{}).Spec.PersistentVolumeClaimRetentionPolicy
+		if p.WhenDeleted != want || p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
+			t.Errorf("reclaim %s: retention %+v", reclaim, p)
+		}
+	}
+}
