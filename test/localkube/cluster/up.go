@@ -319,7 +319,17 @@ func ensureRunning(ctx context.Context, l layout, c component, ready func(contex
 		// The pid, not the command line: a process that re-executes itself has no
 		// readable command line for a moment.
 		if !alive(pid) {
-			return fmt.Errorf("%s exited; last lines of %s:\n%s", c.name, l.log(c.name), logTail(l, c.name, 25))
+			if !ok {
+				return fmt.Errorf("%s exited; last lines of %s:\n%s", c.name, l.log(c.name), logTail(l, c.name, 25))
+			}
+			// It was running when we looked but was on its way out (stopped by
+			// someone else a moment ago): start it once more.
+			ok = false
+			var err error
+			if pid, err = start(l, c); err != nil {
+				return err
+			}
+			log.Info().Str("component", c.name).Int("pid", pid).Msg("exited while up looked at it; started again")
 		}
 		if ready == nil {
 			return nil
