@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -418,6 +419,10 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 					return nil, cerr(31253, "%s", err.Error())
 				}
 			}
+		case "$collStats":
+			cs := c.collStatsDoc(db, coll)
+			docs = []bson.Raw{mustRaw(bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
+				{Key: "storageStats", Value: cs}, {Key: "count", Value: cs[2].Value}})}
 		case "$count":
 			name, _ := v.StringValueOK()
 			docs = []bson.Raw{mustRaw(bson.D{{Key: name, Value: int32(len(docs))}})}
@@ -674,6 +679,16 @@ func (c *conn) cmdListDatabases(req *Request) (bson.D, error) {
 	if n.cfg.ReplSet != "" && !hasLocal {
 		names = append(names, "local")
 	}
+	for _, sys := range []string{"admin", "config"} {
+		found := false
+		for _, x := range names {
+			found = found || x == sys
+		}
+		if !found && n.cfg.ReplSet != "" {
+			names = append(names, sys)
+		}
+	}
+	sort.Strings(names)
 	type info struct {
 		name  string
 		bytes int64
@@ -763,12 +778,23 @@ func (c *conn) cmdDBStats(req *Request) (bson.D, error) {
 }
 
 func (c *conn) cmdCollStats(req *Request) (bson.D, error) {
-	n := c.n
 	coll, e := collName(req, "collStats")
 	if e != nil {
 		return nil, e
 	}
 	db := req.DB()
+	c.n.mu.Lock()
+	exists := c.n.data.Coll(db, coll, false) != nil || db == "local" && coll == "oplog.rs" && c.n.cfg.ReplSet != ""
+	c.n.mu.Unlock()
+	if !exists {
+		return nil, cerr(26, "Collection [%s.%s] not found.", db, coll)
+	}
+	return c.collStatsDoc(db, coll), nil
+}
+
+// collStatsDoc is collStats' answer (also $collStats.storageStats).
+func (c *conn) collStatsDoc(db, coll string) bson.D {
+	n := c.n
 	n.mu.Lock()
 	cl := n.data.Coll(db, coll, false)
 	var cnt, size int64
@@ -776,19 +802,154 @@ func (c *conn) cmdCollStats(req *Request) (bson.D, error) {
 		cnt++
 		size += int64(len(d))
 	}
-	n.mu.Unlock()
-	if cl == nil {
-		return nil, cerr(26, "Collection [%s.%s] not found.", db, coll)
+	oplog := db == "local" && coll == "oplog.rs"
+	if oplog {
+		for _, e := range n.oplog {
+			cnt++
+			size += int64(len(e.Raw))
+		}
 	}
+	n.mu.Unlock()
 	avg := int64(0)
 	if cnt > 0 {
 		avg = size / cnt
+	}
+	if oplog {
+		// A nominal 990 MB cap, mongod's minimum; the simulator never truncates.
+		return bson.D{{Key: "ns", Value: "local.oplog.rs"}, {Key: "size", Value: size}, {Key: "count", Value: cnt},
+			{Key: "avgObjSize", Value: avg}, {Key: "storageSize", Value: size}, {Key: "capped", Value: true},
+			{Key: "max", Value: int64(-1)}, {Key: "maxSize", Value: int64(990 << 20)}, {Key: "nindexes", Value: int32(0)},
+			{Key: "totalIndexSize", Value: int64(0)}, {Key: "totalSize", Value: size}, {Key: "indexSizes", Value: bson.D{}},
+			{Key: "scaleFactor", Value: int32(1)}}
 	}
 	return bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "size", Value: size}, {Key: "count", Value: cnt},
 		{Key: "avgObjSize", Value: avg}, {Key: "storageSize", Value: size}, {Key: "freeStorageSize", Value: int64(0)},
 		{Key: "capped", Value: false}, {Key: "nindexes", Value: int32(1)}, {Key: "indexDetails", Value: bson.D{}},
 		{Key: "indexBuilds", Value: bson.A{}}, {Key: "totalIndexSize", Value: int64(4096)}, {Key: "totalSize", Value: size + 4096},
-		{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: int64(4096)}}}, {Key: "scaleFactor", Value: int32(1)}}, nil
+		{Key: "indexSizes", Value: bson.D{{Key: "_id_", Value: int64(4096)}}}, {Key: "scaleFactor", Value: int32(1)}}
+}
+
+func (c *conn) cmdDistinct(req *Request) (bson.D, error) {
+	coll, e := collName(req, "distinct")
+	if e != nil {
+		return nil, e
+	}
+	key, _ := req.Body.Lookup("key").StringValueOK()
+	q, _ := req.Body.Lookup("query").DocumentOK()
+	docs, err := c.n.matching(req, req.DB(), coll, q)
+	if err != nil {
+		return nil, err
+	}
+	var vals []bson.RawValue
+	for _, d := range docs {
+		v := lookupPath(d, key)
+		if v.Type == 0 {
+			continue
+		}
+		for _, x := range candidates(v) {
+			if x.Type == bson.TypeArray {
+				continue
+			}
+			dup := false
+			for _, y := range vals {
+				if typeOrder(x.Type) == typeOrder(y.Type) && compareValues(x, y) == 0 {
+					dup = true
+				}
+			}
+			if !dup {
+				vals = append(vals, x)
+			}
+		}
+	}
+	sort.SliceStable(vals, func(i, j int) bool { return compareValues(vals[i], vals[j]) < 0 })
+	arr := bson.A{}
+	for _, v := range vals {
+		arr = append(arr, v)
+	}
+	return bson.D{{Key: "values", Value: arr}}, nil
+}
+
+// cmdFindAndModify: one document, update (with upsert, new) or remove.
+func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
+	n := c.n
+	coll, e := collName(req, req.Name())
+	if e != nil {
+		return nil, e
+	}
+	db := req.DB()
+	ns := db + "." + coll
+	q, _ := req.Body.Lookup("query").DocumentOK()
+	remove, _ := req.Body.Lookup("remove").BooleanOK()
+	returnNew, _ := req.Body.Lookup("new").BooleanOK()
+	upsert, _ := req.Body.Lookup("upsert").BooleanOK()
+	upd, hasUpd := req.Body.Lookup("update").DocumentOK()
+	if !remove && !hasUpd {
+		return nil, cerr(9, "Either an update or remove=true must be specified")
+	}
+	txn := retryableWrite(req)
+	docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
+		SortDocs(docs, s)
+	}
+	var before, after bson.Raw
+	if len(docs) > 0 {
+		before = docs[0]
+	}
+	lastErr := bson.D{{Key: "n", Value: int32(0)}}
+	var op *opSpec
+	switch {
+	case remove && before != nil:
+		op = &opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
+		lastErr = bson.D{{Key: "n", Value: int32(1)}}
+	case !remove && before != nil:
+		nd, err := ApplyUpdate(before, upd, false)
+		if err != nil {
+			return nil, cerr(66, "%s", err.Error())
+		}
+		after = nd
+		op = &opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
+		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
+	case !remove && upsert:
+		base := bson.D{}
+		fe, _ := q.Elements()
+		for _, f := range fe {
+			if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
+				base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
+			}
+		}
+		nd, err := ApplyUpdate(mustRaw(base), upd, true)
+		if err != nil {
+			return nil, cerr(66, "%s", err.Error())
+		}
+		nd = idFirst(nd)
+		after = nd
+		op = &opSpec{op: "i", ns: ns, o: nd, txn: txn}
+		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: nd.Lookup("_id")}}
+	}
+	if op != nil {
+		if _, err := n.writeOplog([]opSpec{*op}, false); err != nil {
+			return nil, cerr(10107, "not primary")
+		}
+	}
+	doc := before
+	if returnNew && !remove {
+		doc = after
+	}
+	if p, ok := req.Body.Lookup("fields").DocumentOK(); ok && doc != nil {
+		pd, err := Project(doc, p)
+		if err != nil {
+			return nil, cerr(31253, "%s", err.Error())
+		}
+		doc = pd
+	}
+	var value any // BSON null when no document
+	if doc != nil {
+		value = doc
+	}
+	return c.finishWrite(req, bson.D{{Key: "lastErrorObject", Value: lastErr}, {Key: "value", Value: value}}), nil
 }
 
 // idFirst returns doc with _id as its first field (generated if absent),

@@ -43,3 +43,38 @@ func TestRetryableWriteNotAppliedTwice(t *testing.T) {
 		t.Fatalf("docs %d", got)
 	}
 }
+
+func TestFindAndModifyDistinctAndNaturalOrder(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DBPath = t.TempDir()
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.store.Close() }()
+	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	do := func(d bson.D) bson.Raw {
+		reply, _ := c.handle(&Request{Body: mustRaw(append(d, bson.E{Key: "$db", Value: "t"}))})
+		return mustRaw(reply)
+	}
+	do(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{
+		bson.D{{Key: "k", Value: "a"}, {Key: "_id", Value: 1}}, bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "b"}}, bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: "a"}}}}})
+	r := do(bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 2}}},
+		{Key: "update", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "k", Value: "z"}}}}}, {Key: "new", Value: true}})
+	if k, _ := r.Lookup("value", "k").StringValueOK(); k != "z" {
+		t.Fatalf("findAndModify: %v", r)
+	}
+	r = do(bson.D{{Key: "distinct", Value: "c"}, {Key: "key", Value: "k"}})
+	if vals, _ := r.Lookup("values").Array().Values(); len(vals) != 2 {
+		t.Fatalf("distinct: %v", r)
+	}
+	r = do(bson.D{{Key: "find", Value: "c"}, {Key: "sort", Value: bson.D{{Key: "$natural", Value: -1}}}, {Key: "limit", Value: 1}})
+	first, _ := r.Lookup("cursor", "firstBatch").Array().Values()
+	if id, _ := first[0].Document().Lookup("_id").AsInt64OK(); id != 3 {
+		t.Fatalf("$natural -1: %v", r)
+	}
+	// _id is stored first, as mongod does
+	if e, _ := n.data.Coll("t", "c", false).Docs()[0].IndexErr(0); e.Key() != "_id" {
+		t.Fatal("_id not first")
+	}
+}

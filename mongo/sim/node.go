@@ -226,8 +226,19 @@ func (n *Node) Run(ctx context.Context) error {
 		// does within shutdownTimeoutMillisForSignaledShutdown (15 s).
 		n.mu.Lock()
 		primary := n.state == StatePrimary
-		n.mu.Unlock()
+		handover := false
 		if primary {
+			for i, m := range n.rs.Members {
+				if p := n.peers[m.Host]; i != n.self && m.Electable() && p != nil && p.health == 1 {
+					handover = true
+				}
+			}
+			if !handover {
+				n.stepDownLocked() // nobody to hand over to
+			}
+		}
+		n.mu.Unlock()
+		if primary && handover {
 			if err := n.stepDown(10*time.Second, 15*time.Second, false, time.Now().Add(15*time.Second)); err != nil {
 				_ = n.stepDown(10*time.Second, 0, true, time.Now())
 			}

@@ -343,6 +343,15 @@ func SortDocs(docs []bson.Raw, spec bson.Raw) {
 	if len(elems) == 0 {
 		return
 	}
+	if elems[0].Key() == "$natural" {
+		// insertion order, reversed for -1
+		if f, _ := elems[0].Value().AsFloat64OK(); f < 0 {
+			for i, j := 0, len(docs)-1; i < j; i, j = i+1, j-1 {
+				docs[i], docs[j] = docs[j], docs[i]
+			}
+		}
+		return
+	}
 	sort.SliceStable(docs, func(i, j int) bool {
 		for _, e := range elems {
 			dir := 1.0
