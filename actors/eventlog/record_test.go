@@ -158,3 +158,5 @@ func FuzzDecode(f *testing.F) {
 		_, _ = ParseLogs(bytes.NewReader(in))
 	})
 }
+
+func bytesReader(b []byte) *bytes.Reader { return bytes.NewReader(b) }

@@ -34,6 +34,7 @@ Usage:
   mgorsctl replay  [source] [--at N] [-o table|json] [--verify]
   mgorsctl events  NAME [-n NAMESPACE] [--dir DIR]      follow a cluster's log live
   mgorsctl status  NAME [-n NAMESPACE]                  the members table
+  mgorsctl wait    NAME [-n NAMESPACE] [--timeout 10m]  show progress until the cluster is Healthy
 
 Sources for replay (one of):
   --cluster NS/NAME            the log kept in the cluster (kube store, via kubeconfig)
@@ -56,7 +57,7 @@ type flags struct {
 	cluster, dir, logs, uid, out, kubeconfig, namespace string
 	at                                                  int64
 	verify                                              bool
-	poll                                                time.Duration
+	poll, timeout                                       time.Duration
 }
 
 func parse(cmd string, args []string) (flags, []string, error) {
@@ -72,7 +73,8 @@ func parse(cmd string, args []string) (flags, []string, error) {
 	fs.StringVar(&f.namespace, "n", "default", "namespace")
 	fs.Int64Var(&f.at, "at", 0, "print the state rebuilt at this sequence number")
 	fs.BoolVar(&f.verify, "verify", false, "check the log and the fold, and compare with the status")
-	fs.DurationVar(&f.poll, "poll", time.Second, "how often events polls the log")
+	fs.DurationVar(&f.poll, "poll", time.Second, "how often events and wait poll")
+	fs.DurationVar(&f.timeout, "timeout", 10*time.Minute, "how long wait waits")
 	// Flags may follow positional arguments (kubectl style).
 	var pos []string
 	for len(args) > 0 {
@@ -117,6 +119,15 @@ func run(args []string, stdin io.Reader, out io.Writer) error {
 			return errors.New("status needs the cluster's NAME")
 		}
 		return status(ctx, f, pos[0], out)
+	case "wait":
+		if len(pos) != 1 {
+			return errors.New("wait needs the cluster's NAME")
+		}
+		mc, err := mgorsClient(f)
+		if err != nil {
+			return err
+		}
+		return waitHealthy(ctx, mc, f, pos[0], out)
 	}
 	return fmt.Errorf("unknown command %q\n\n%s", cmd, usage)
 }
@@ -575,4 +586,59 @@ func mgorsClient(f flags) (client.Interface, error) {
 	}
 	cfg.Timeout = 10 * time.Second
 	return client.NewForConfig(cfg)
+}
+
+// progress is what wait shows of a cluster: a new line whenever it changes.
+func progress(m *v1alpha1.Mgors) string {
+	st := m.Status
+	line := fmt.Sprintf("phase %-12s ready %-5s primary %s", nonEmpty(string(st.Phase), "-"), nonEmpty(st.Ready, "-"), nonEmpty(st.Primary, "-"))
+	for _, c := range st.Conditions {
+		if c.Type == v1alpha1.ConditionStalled && c.Status == metav1.ConditionTrue {
+			line += "  stalled: " + c.Message
+		}
+		if c.Type == v1alpha1.ConditionProgressing && c.Status == metav1.ConditionTrue {
+			line += "  (" + c.Message + ")"
+		}
+	}
+	return line
+}
+
+func nonEmpty(s, dflt string) string {
+	if s == "" {
+		return dflt
+	}
+	return s
+}
+
+// waitHealthy polls the Mgors and prints its progress until it is Healthy with
+// a primary, or the timeout passes.
+func waitHealthy(ctx context.Context, mc client.Interface, f flags, name string, out io.Writer) error {
+	ctx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	start, last := time.Now(), ""
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 10*time.Second)
+		m, err := mc.Mgorses(f.namespace).Get(cctx, name, metav1.GetOptions{})
+		ccancel()
+		switch {
+		case err == nil:
+			if line := progress(m); line != last {
+				fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
+				last = line
+			}
+			if m.Status.Phase == v1alpha1.PhaseHealthy && m.Status.Primary != "" && m.Status.ObservedGeneration == m.Generation {
+				return nil
+			}
+		case ctx.Err() == nil:
+			if line := "waiting for " + name + ": " + err.Error(); line != last {
+				fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
+				last = line
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s/%s is not Healthy after %s; see mgorsctl status %s and kubectl describe mgors %s", f.namespace, name, f.timeout, name, name)
+		case <-time.After(f.poll):
+		}
+	}
 }

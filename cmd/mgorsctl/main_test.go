@@ -2,13 +2,19 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client/fake"
 )
 
 // storeDir lays the recorded log out as a file store.
@@ -106,5 +112,36 @@ func TestBadInputSaysWhat(t *testing.T) {
 		if err := run(args, strings.NewReader(""), &out); err == nil {
 			t.Errorf("mgorsctl %v succeeded", args)
 		}
+	}
+}
+
+func TestWaitShowsProgressUntilHealthy(t *testing.T) {
+	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", Generation: 1}}
+	mc := fake.NewClientset(m)
+	go func() {
+		for _, p := range []v1alpha1.Phase{v1alpha1.PhaseProvisioning, v1alpha1.PhaseInitiating, v1alpha1.PhaseHealthy} {
+			time.Sleep(50 * time.Millisecond)
+			cur, _ := mc.Mgorses("db").Get(context.Background(), "demo", metav1.GetOptions{})
+			cur.Status.Phase, cur.Status.ObservedGeneration = p, 1
+			if p == v1alpha1.PhaseHealthy {
+				cur.Status.Primary, cur.Status.Ready = "demo-0", "3/3"
+			}
+			_, _ = mc.Mgorses("db").UpdateStatus(context.Background(), cur, metav1.UpdateOptions{})
+		}
+	}()
+	var out bytes.Buffer
+	f := flags{namespace: "db", poll: 10 * time.Millisecond, timeout: 10 * time.Second}
+	if err := waitHealthy(context.Background(), mc, f, "demo", &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"phase Initiating", "phase Healthy", "primary demo-0"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("progress lacks %q:\n%s", want, out.String())
+		}
+	}
+	f.timeout = 50 * time.Millisecond
+	m2 := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "stuck", Namespace: "db"}}
+	if err := waitHealthy(context.Background(), fake.NewClientset(m2), f, "stuck", &out); err == nil {
+		t.Fatal("wait returned without the cluster being Healthy")
 	}
 }

@@ -1,0 +1,332 @@
+// Package e2e runs the operator against a real Kubernetes control plane
+// (localkube) with mongod-sim members: deployed from deploy/ as a pod, as a
+// user would run it.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+	"github.com/mgors/operator/test/localkube/harness"
+)
+
+func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
+
+// repo is the repository root (tests run in test/e2e).
+func repo(t testing.TB) string {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}
+
+// kubectl runs the cluster's kubectl and returns its output.
+func kubectl(t testing.TB, env *harness.Env, stdin string, args ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(env.Dir, "bin", "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+filepath.Join(env.Dir, "kubeconfig"))
+	cmd.Stdin = strings.NewReader(stdin)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+func mustKubectl(t testing.TB, env *harness.Env, stdin string, args ...string) string {
+	t.Helper()
+	out, err := kubectl(t, env, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+var (
+	deployOnce sync.Once
+	deployErr  error
+)
+
+// deployOperator applies deploy/ (CRD, RBAC, the operator Deployment) once per
+// test binary and waits until the operator is available.
+func deployOperator(t *testing.T, env *harness.Env) {
+	t.Helper()
+	deployOnce.Do(func() {
+		out, err := kubectl(t, env, "", "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(repo(t), "deploy"))
+		if err != nil {
+			deployErr = fmt.Errorf("kubectl apply -k deploy: %v\n%s", err, out)
+			return
+		}
+		out, err = kubectl(t, env, "", "-n", "mgors-system", "rollout", "status", "deployment/mgors-operator", "--timeout=180s")
+		if err != nil {
+			logs, _ := kubectl(t, env, "", "-n", "mgors-system", "logs", "deployment/mgors-operator", "--tail=50")
+			deployErr = fmt.Errorf("the operator did not become available: %v\n%s\n%s", err, out, logs)
+		}
+	})
+	if deployErr != nil {
+		t.Fatal(deployErr)
+	}
+}
+
+func mgorsClient(t testing.TB, env *harness.Env) client.Interface {
+	c, err := client.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sample reads a sample from deploy/samples into the test's namespace.
+func sample(t testing.TB, env *harness.Env, file string, edit func(*v1alpha1.Mgors)) *v1alpha1.Mgors {
+	b, err := os.ReadFile(filepath.Join(repo(t), "deploy", "samples", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m v1alpha1.Mgors
+	if err := yaml.UnmarshalStrict(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	m.Namespace = env.Namespace
+	if edit != nil {
+		edit(&m)
+	}
+	return &m
+}
+
+// waitMgors polls the Mgors until cond holds, dumping the story if it never does.
+func waitMgors(t *testing.T, env *harness.Env, name, what string, timeout time.Duration, cond func(*v1alpha1.Mgors) bool) *v1alpha1.Mgors {
+	t.Helper()
+	mc := mgorsClient(t, env)
+	var last *v1alpha1.Mgors
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		m, err := mc.Mgorses(env.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = m
+		return cond(m), nil
+	})
+	if err != nil {
+		desc, _ := kubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", name)
+		pods, _ := kubectl(t, env, "", "-n", env.Namespace, "get", "pods,pvc", "-o", "wide")
+		logs, _ := kubectl(t, env, "", "-n", "mgors-system", "logs", "deployment/mgors-operator", "--tail=80")
+		t.Fatalf("%s: %v\nlast status: %+v\n%s\n%s\noperator log:\n%s", what, err, last, desc, pods, logs)
+	}
+	return last
+}
+
+func condition(m *v1alpha1.Mgors, typ string) *metav1.Condition {
+	for i := range m.Status.Conditions {
+		if m.Status.Conditions[i].Type == typ {
+			return &m.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// The API server itself rejects every invalid input of the table, naming the
+// field and the rule.
+func TestAPIServerRejectsInvalidMgors(t *testing.T) {
+	env := harness.Cluster(t)
+	ac, err := apiextensionsclient.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := kube.InstallCRD(ctx, ac, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range invalidCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := c.apply(t, env)
+			if err == nil {
+				t.Fatalf("accepted; want an error on %s saying %q", c.field, c.rule)
+			}
+			if !strings.Contains(out, c.field) || !strings.Contains(out, c.rule) {
+				t.Fatalf("error does not name the field %q and the rule %q:\n%s", c.field, c.rule, out)
+			}
+		})
+	}
+}
+
+// kubectl explain and kubectl get mgo help a person.
+func TestKubectlExplainAndGet(t *testing.T) {
+	env := harness.Cluster(t)
+	ac, err := apiextensionsclient.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := kube.InstallCRD(ctx, ac, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	var out string
+	// The OpenAPI of a new CRD is published shortly after it is Established.
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
+		out, err = kubectl(t, env, "", "explain", "mgors.spec.storage")
+		return err == nil, nil
+	})
+	for _, want := range []string{"reclaim", "Retain", "storageClassName", "cannot change once set"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl explain mgors.spec.storage lacks %q:\n%s", want, out)
+		}
+	}
+	out = mustKubectl(t, env, "", "explain", "mgors.spec")
+	for _, want := range []string{"members", "recovery", "memberOptions", "paused"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl explain mgors.spec lacks %q", want)
+		}
+	}
+	m := sample(t, env, "mgors-dev-1.yaml", nil)
+	m.Spec.Paused = true // no operator needed: only the columns are looked at
+	if _, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	out = mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgo")
+	for _, col := range []string{"NAME", "PHASE", "READY", "PRIMARY", "AGE", "dev"} {
+		if !strings.Contains(out, col) {
+			t.Errorf("kubectl get mgo lacks %q:\n%s", col, out)
+		}
+	}
+}
+
+// The operator, deployed from deploy/ as a pod, takes the 3-member sample from
+// apply to Healthy: one primary, members named by DNS; deleting it removes the
+// pods and keeps the volumes (reclaim Retain, the default).
+func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
+	env := harness.Cluster(t)
+	deployOperator(t, env)
+	ctx := context.Background()
+	m := sample(t, env, "mgors-3.yaml", nil)
+	if _, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitMgors(t, env, m.Name, "Healthy", 6*time.Minute, func(m *v1alpha1.Mgors) bool {
+		return m.Status.Phase == v1alpha1.PhaseHealthy && m.Status.Primary != ""
+	})
+	if got.Status.Ready != "3/3" || len(got.Status.Members) != 3 {
+		t.Fatalf("status: ready %s, members %+v", got.Status.Ready, got.Status.Members)
+	}
+	primaries := 0
+	for i, ms := range got.Status.Members {
+		want := fmt.Sprintf("demo-%d.demo-svc.%s.svc.cluster.local:27017", i, env.Namespace)
+		if ms.Host != want || !ms.Healthy {
+			t.Errorf("member %d: %+v, want host %s and healthy", i, ms, want)
+		}
+		if ms.State == "PRIMARY" {
+			primaries++
+		}
+	}
+	if primaries != 1 {
+		t.Errorf("%d primaries", primaries)
+	}
+	for _, c := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionInitialized} {
+		if cond := condition(got, c); cond == nil || cond.Status != metav1.ConditionTrue {
+			t.Errorf("condition %s: %+v", c, cond)
+		}
+	}
+	if strings.Contains(got.Status.ConnectionString, "@") {
+		t.Errorf("credentials in the status: %s", got.Status.ConnectionString)
+	}
+	out := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgo", m.Name)
+	if !strings.Contains(out, "Healthy") || !strings.Contains(out, "3/3") || !strings.Contains(out, "demo-") {
+		t.Errorf("kubectl get mgo:\n%s", out)
+	}
+	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
+	for _, want := range []string{"PhaseChanged", "Initiated", "UserCreated"} {
+		if !strings.Contains(desc, want) {
+			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
+		}
+	}
+
+	// Delete: pods go, volumes stay.
+	if err := mgorsClient(t, env).Mgorses(env.Namespace).Delete(ctx, m.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, env, "pods", "app.kubernetes.io/instance="+m.Name)
+	pvcs := mustKubectl(t, env, "", "-n", env.Namespace, "get", "pvc", "-l", "app.kubernetes.io/instance="+m.Name, "-o", "name")
+	if n := len(strings.Fields(pvcs)); n != 3 {
+		t.Fatalf("reclaim Retain: %d volumes left, want 3:\n%s", n, pvcs)
+	}
+}
+
+// With reclaim Delete the volumes go with the Mgors.
+func TestReclaimDeleteRemovesVolumes(t *testing.T) {
+	env := harness.Cluster(t)
+	deployOperator(t, env)
+	ctx := context.Background()
+	m := sample(t, env, "mgors-dev-1.yaml", func(m *v1alpha1.Mgors) { m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete })
+	if _, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitMgors(t, env, m.Name, "Healthy", 5*time.Minute, func(m *v1alpha1.Mgors) bool { return m.Status.Phase == v1alpha1.PhaseHealthy })
+	if err := mgorsClient(t, env).Mgorses(env.Namespace).Delete(ctx, m.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, env, "pods", "app.kubernetes.io/instance="+m.Name)
+	waitGone(t, env, "pvc", "app.kubernetes.io/instance="+m.Name)
+}
+
+// A cluster that cannot make progress says why instead of waiting silently.
+func TestStalledConditionsSayWhy(t *testing.T) {
+	env := harness.Cluster(t)
+	deployOperator(t, env)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, reason string
+		edit         func(*v1alpha1.Mgors)
+	}{
+		{"nosc", "StorageClassNotFound", func(m *v1alpha1.Mgors) {
+			sc := "does-not-exist"
+			m.Spec.Storage.StorageClassName = &sc
+		}},
+		{"nosched", "PodsUnschedulable", func(m *v1alpha1.Mgors) {
+			m.Spec.Scheduling.NodeSelector = map[string]string{"mgors.io/no-such-node": "true"}
+		}},
+	} {
+		m := sample(t, env, "mgors-dev-1.yaml", func(m *v1alpha1.Mgors) { m.Name = tc.name; tc.edit(m) })
+		if _, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		got := waitMgors(t, env, tc.name, "Stalled "+tc.reason, 3*time.Minute, func(m *v1alpha1.Mgors) bool {
+			c := condition(m, v1alpha1.ConditionStalled)
+			return c != nil && c.Status == metav1.ConditionTrue && c.Reason == tc.reason
+		})
+		if got.Status.Phase != v1alpha1.PhaseProvisioning {
+			t.Errorf("%s: phase %s, want Provisioning while stalled", tc.name, got.Status.Phase)
+		}
+	}
+}
+
+func waitGone(t *testing.T, env *harness.Env, kind, selector string) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
+		out, err := kubectl(t, env, "", "-n", env.Namespace, "get", kind, "-l", selector, "-o", "name")
+		return err == nil && strings.TrimSpace(out) == "", nil
+	})
+	if err != nil {
+		out, _ := kubectl(t, env, "", "-n", env.Namespace, "get", kind, "-l", selector)
+		t.Fatalf("%s %s still there: %v\n%s", kind, selector, err, out)
+	}
+}
+
