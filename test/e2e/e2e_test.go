@@ -329,4 +329,3 @@ func waitGone(t *testing.T, env *harness.Env, kind, selector string) {
 		t.Fatalf("%s %s still there: %v\n%s", kind, selector, err, out)
 	}
 }
-
