@@ -10,7 +10,8 @@
 // If LOCALKUBE_DIR names a running cluster, that cluster is used and never stopped.
 // Otherwise the first test binary that needs a cluster starts one in a directory
 // under <repo>/.cache/localkube/harness; later binaries reuse it, and the last
-// binary to finish stops it.
+// binary to finish stops it. LOCALKUBE_NODES sets the number of Nodes of a cluster the
+// harness starts (default 3).
 package harness
 
 import (
