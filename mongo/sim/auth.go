@@ -261,13 +261,10 @@ func buildCredentials(user, pwd string, mechs []string) (bson.D, error) {
 	return out, nil
 }
 
-// systemCreds are the __system@local credentials derived from the keyfile.
-var systemCredCache sync.Map
-
 func (n *Node) lookupCreds(mech, db string) scram.CredentialLookup {
 	return func(user string) (scram.StoredCredentials, error) {
 		if user == "__system" && db == "local" && n.keyFile != "" {
-			if v, ok := systemCredCache.Load(mech); ok {
+			if v, ok := n.systemCreds.Load(mech); ok {
 				return v.(scram.StoredCredentials), nil
 			}
 			salt := make([]byte, 16)
@@ -288,7 +285,7 @@ func (n *Node) lookupCreds(mech, db string) scram.CredentialLookup {
 			if err != nil {
 				return scram.StoredCredentials{}, err
 			}
-			systemCredCache.Store(mech, sc)
+			n.systemCreds.Store(mech, sc)
 			return sc, nil
 		}
 		doc := n.userDoc(db, user)

@@ -47,6 +47,8 @@ type Node struct {
 	tlsConf   *tls.Config
 	bindAddrs []net.IP // specific addresses we listen on (nil entries for all)
 	localIP   net.IP   // source address for outgoing connections
+	// systemCreds caches the __system@local SCRAM credentials derived from the keyfile, by mechanism.
+	systemCreds sync.Map
 
 	mu         sync.Mutex
 	topoCount  int64
