@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
 // stopOrder is the reverse of the start order: kubelets first (they hold pods),
@@ -61,6 +63,12 @@ func Down(ctx context.Context, dir string, purge bool, log zerolog.Logger) error
 		if err := stop(l, c, 10*time.Second); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	// The kubelets' own teardown first (containers, network namespaces, veths),
+	// then a sweep by what any pod process looks like, in case a pid file was
+	// never written.
+	if err := kubelet.KillAll(dir); err != nil {
+		log.Warn().Err(err).Msg("kubelet teardown incomplete; sweeping")
 	}
 	if n := killPodProcesses(dir); n > 0 {
 		log.Info().Int("processes", n).Msg("killed pod processes left by the kubelets")
