@@ -1,0 +1,126 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	kubefake "github.com/mgors/operator/kube/client/fake"
+	"github.com/mgors/operator/mongo"
+	"github.com/mgors/operator/mongo/mongotest"
+)
+
+// syncBuffer is a log sink the actor's goroutines may write concurrently.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The real KubeWorld (API objects through a fake clientset, members through a
+// fake replica set) takes a cluster from nothing to Healthy; and neither the
+// keyfile nor the admin password ever reaches a record, a log line, an Event
+// or the status (invariant 5).
+func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
+	const keyfile = "KEYFILE-SECRET-0123456789abcdefghijklmnopqrstuvwxyz"
+	const password = "PASSWORD-SECRET-9876543210"
+	m := mgors()
+	m.APIVersion, m.Kind = "mgors.io/v1alpha1", "Mgors"
+	kc := k8sfake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.KeyfileSecretName(), Namespace: m.Namespace},
+			Data: map[string][]byte{v1alpha1.KeyfileSecretKey: []byte(keyfile)}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.AdminSecretName(), Namespace: m.Namespace},
+			Data: map[string][]byte{v1alpha1.AdminUsernameSecretKey: []byte("admin"), v1alpha1.AdminPasswordSecretKey: []byte(password)}},
+	)
+	mc := kubefake.NewClientset(m)
+	var hosts []string
+	for _, dm := range mongo.Desired(m, "cluster.local") {
+		hosts = append(hosts, dm.Host)
+	}
+	rs := mongotest.New(m.ReplSetName(), hosts...)
+	events := record.NewFakeRecorder(100)
+	var gotCreds mongo.Credentials
+	world := &KubeWorld{
+		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
+		ClusterDomain: "cluster.local",
+		NewAdmin: func(o mongo.Options) mongo.Admin {
+			gotCreds = o.Credentials
+			return rs
+		},
+	}
+	store := eventlog.NewMemory()
+	logs := &syncBuffer{}
+	deps := testDeps(store, world)
+	deps.Log = zerolog.New(logs)
+	stop := runOperator(t, deps)
+	waitFor(t, "Healthy through KubeWorld", func() bool {
+		cur, err := mc.Mgorses("db").Get(context.Background(), "demo", metav1.GetOptions{})
+		return err == nil && cur.Status.Phase == v1alpha1.PhaseHealthy
+	})
+	userCreated := hasUser(t, rs, hosts) // before stop: stopping closes the admin client
+	stop()
+
+	if string(gotCreds.Keyfile) != keyfile {
+		t.Fatal("the admin client was not given the cluster's keyfile")
+	}
+	if !userCreated {
+		t.Fatal("the admin user was not created")
+	}
+	_, recs, err := store.Load(context.Background(), eventlog.Stream{Namespace: "db", Name: "demo", UID: "u-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all strings.Builder
+	for _, r := range recs {
+		line, _ := eventlog.EncodeLine(r)
+		all.Write(line)
+	}
+	all.WriteString(logs.String())
+	close(events.Events)
+	for e := range events.Events {
+		all.WriteString(e + "\n")
+	}
+	cur, _ := mc.Mgorses("db").Get(context.Background(), "demo", metav1.GetOptions{})
+	st, _ := yaml.Marshal(cur.Status)
+	all.Write(st)
+	for _, secret := range []string{keyfile, password, mongo.KeyfilePassword([]byte(keyfile))} {
+		if strings.Contains(all.String(), secret) {
+			t.Fatalf("a secret leaked into the records, logs, Events or status")
+		}
+	}
+	if !strings.Contains(all.String(), "Initiated") || len(recs) == 0 {
+		t.Fatalf("nothing was recorded:\n%s", all.String())
+	}
+}
+
+func hasUser(t *testing.T, rs *mongotest.ReplicaSet, hosts []string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ok, err := rs.UserExists(ctx, rs.Primary(), AdminUsername)
+	return err == nil && ok
+}
+
