@@ -115,3 +115,26 @@ func TestVersionText(t *testing.T) {
 		t.Fatal(VersionText())
 	}
 }
+
+func TestBindIPs(t *testing.T) {
+	cases := []struct {
+		bind []string
+		all  bool
+		want string
+	}{
+		{[]string{"127.0.0.1"}, false, "127.0.0.1"},
+		{[]string{"localhost"}, false, "127.0.0.1"},
+		{[]string{"127.0.0.1", "0.0.0.0"}, false, "0.0.0.0"},
+		{[]string{"0.0.0.0", "::"}, false, "::"},
+		{nil, true, "0.0.0.0"},
+	}
+	for _, c := range cases {
+		ips, err := bindIPs(Config{BindIP: c.bind, BindIPAll: c.all})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ips[0].String() != c.want {
+			t.Errorf("%v: first %v, want %s", c.bind, ips, c.want)
+		}
+	}
+}

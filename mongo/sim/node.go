@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -290,25 +291,19 @@ func (n *Node) shutdown() {
 }
 
 func (n *Node) listen() error {
+	ips, err := bindIPs(n.cfg)
+	if err != nil {
+		return err
+	}
 	var addrs []string
-	if n.cfg.BindIPAll {
-		addrs = []string{"0.0.0.0"}
-		n.bindAddrs = []net.IP{nil}
-	} else {
-		for _, h := range n.cfg.BindIP {
-			ips := []net.IP{net.ParseIP(h)}
-			if ips[0] == nil {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				found, err := net.DefaultResolver.LookupIP(ctx, "ip", h)
-				cancel()
-				if err != nil || len(found) == 0 {
-					return &OptionError{fmt.Sprintf("getaddrinfo(\"%s\") failed: Name or service not known", h)}
-				}
-				ips = found[:1]
-			}
-			addrs = append(addrs, ips[0].String())
-			n.bindAddrs = append(n.bindAddrs, ips[0])
+	for _, ip := range ips {
+		if ip.IsUnspecified() {
+			// One wildcard covers every address; "::" is dual-stack on Linux.
+			addrs, n.bindAddrs = []string{ip.String()}, []net.IP{nil}
+			break
 		}
+		addrs = append(addrs, ip.String())
+		n.bindAddrs = append(n.bindAddrs, ip)
 	}
 	for _, a := range addrs {
 		l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(n.cfg.Port)))
@@ -328,6 +323,42 @@ func (n *Node) listen() error {
 		}
 	}
 	return nil
+}
+
+// bindIPs resolves --bind_ip (names to their IPv4 addresses, as mongod
+// does without --ipv6); --bind_ip_all is the IPv4 wildcard. A wildcard
+// sorts first: "::" before "0.0.0.0" before specific addresses.
+func bindIPs(cfg Config) ([]net.IP, error) {
+	if cfg.BindIPAll {
+		return []net.IP{net.IPv4zero}, nil
+	}
+	var out []net.IP
+	for _, h := range cfg.BindIP {
+		if ip := net.ParseIP(h); ip != nil {
+			out = append(out, ip)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		found, err := net.DefaultResolver.LookupIP(ctx, "ip4", h)
+		cancel()
+		if err != nil || len(found) == 0 {
+			return nil, &OptionError{fmt.Sprintf("getaddrinfo(\"%s\") failed: Name or service not known", h)}
+		}
+		out = append(out, found...)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		rank := func(ip net.IP) int {
+			switch {
+			case ip.Equal(net.IPv6unspecified):
+				return 0
+			case ip.IsUnspecified():
+				return 1
+			}
+			return 2
+		}
+		return rank(out[i]) < rank(out[j])
+	})
+	return out, nil
 }
 
 // ListenError is a port that cannot be bound; mongod exits with code 48.
