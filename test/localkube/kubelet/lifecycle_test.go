@@ -44,6 +44,26 @@ func TestCrashingContainerIsRestarted(t *testing.T) {
 	if got := e.logs(t, p.Name, "main", true); got != "run\n" {
 		t.Fatalf("previous log %q, want %q", got, "run\n")
 	}
+	// The kubelet's Events tell the story, as `kubectl describe` shows it.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		evs, err := e.cs.CoreV1().Events(testNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=crash"})
+		cancel()
+		reasons := map[string]bool{}
+		if err == nil {
+			for _, ev := range evs.Items {
+				reasons[ev.Reason] = true
+			}
+		}
+		if reasons["Created"] && reasons["Started"] && reasons["BackOff"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events %v (%v): want Created, Started and BackOff", reasons, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // Init containers run to completion in order before the app containers, and a

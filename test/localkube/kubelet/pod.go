@@ -230,6 +230,9 @@ func (w *podWorker) sync(ctx context.Context) bool {
 			policy = corev1.RestartPolicyOnFailure
 		}
 		if wantsRestart(policy, x.obs.Current) && !(isInit(pod, c.Name) && x.obs.Current.ExitCode == 0) {
+			if x.obs.WaitReason != "CrashLoopBackOff" {
+				w.k.events.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
+			}
 			x.obs.WaitReason = "CrashLoopBackOff"
 			x.obs.WaitMessage = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
 				crashBackoff(w.k.backoff, x.obs.RestartCount), c.Name, pod.Name, pod.Namespace, pod.UID)
@@ -466,6 +469,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 	l, err := w.prepare(pod, c, x)
 	var cfgErr *configError
 	if errors.As(err, &cfgErr) {
+		if x.obs.WaitMessage != cfgErr.Error() {
+			w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %s", cfgErr.Error())
+		}
 		x.obs.WaitReason, x.obs.WaitMessage = "CreateContainerConfigError", cfgErr.Error()
 		return
 	}
@@ -481,6 +487,8 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 	}
 	x.obs.WaitReason, x.obs.WaitMessage = "", ""
 	x.obs.ID = l.ID
+	w.k.events.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
+	w.k.events.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", name)
 	p, err := start(l)
 	if err != nil && p == nil {
 		x.obs.WaitReason, x.obs.WaitMessage = "RunContainerError", err.Error()
@@ -491,6 +499,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 		return
 	}
 	if errors.Is(err, errStartFailed) {
+		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: %s", p.exit.Message)
 		if x.obs.Current != nil {
 			x.obs.Last = x.obs.Current
 		}
@@ -513,6 +522,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 		x.probe = newProber(w, pod, c, p)
 	}
 	go func() { <-p.done; w.wake() }()
+	w.k.events.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", name)
 	w.log.Info().Str("container", name).Int("pid", p.pid).Int32("restartCount", x.obs.RestartCount).Msg("container started")
 }
 
@@ -615,7 +625,11 @@ func hasEnv(env []envVar, name string) bool {
 // terminate stops every container: SIGTERM to each process group, SIGKILL after grace.
 func (w *podWorker) terminate(grace time.Duration) {
 	var wg sync.WaitGroup
-	for _, c := range w.ctrs {
+	pod, _ := w.latest()
+	for name, c := range w.ctrs {
+		if c.proc != nil && pod != nil {
+			w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", name)
+		}
 		if c.probe != nil {
 			c.probe.stop()
 			c.probe = nil

@@ -105,8 +105,23 @@ func (e *sharedEnv) waitPod(t *testing.T, name string, timeout time.Duration, wh
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Fatalf("pod %s: timed out waiting for %s; last status: %+v", name, what, last.Status)
+	t.Fatalf("pod %s: timed out waiting for %s; last status: %+v\nkubelet log:\n%s", name, what, last.Status, e.kubeletLog(name))
 	return nil
+}
+
+// kubeletLog is the end of what the kubelet logged about a pod, for failures.
+func (e *sharedEnv) kubeletLog(pod string) string {
+	b, _ := os.ReadFile(filepath.Join(e.root, "kubelet.log"))
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if strings.Contains(l, `"`+testNS+"/"+pod+`"`) {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) > 30 {
+		lines = lines[len(lines)-30:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 func isRunningReady(p *corev1.Pod) bool {

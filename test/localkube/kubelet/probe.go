@@ -86,6 +86,7 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 				}
 				return true
 			}, func() {
+				w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s failed startup probe, will be restarted", c.Name)
 				w.log.Info().Str("container", c.Name).Msg("startup probe failed: restarting container")
 				go stopProcess(p, gracePeriod(pod))
 			})
@@ -104,6 +105,9 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 					pr.ready = ok
 					pr.mu.Unlock()
 					if changed {
+						if !ok {
+							w.k.events.Eventf(pod, corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed")
+						}
 						w.wake()
 					}
 					return true
@@ -115,6 +119,8 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 			go func() {
 				defer wg.Done()
 				loopProbe(ctx, c.LivenessProbe, t, true, func(ok bool) bool { return true }, func() {
+					w.k.events.Eventf(pod, corev1.EventTypeWarning, "Unhealthy", "Liveness probe failed")
+					w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.Name)
 					w.log.Info().Str("container", c.Name).Msg("liveness probe failed: restarting container")
 					go stopProcess(p, gracePeriod(pod))
 				})
@@ -248,7 +254,7 @@ func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout
 		for _, hd := range g.HTTPHeaders {
 			req.Header.Set(hd.Name, hd.Value)
 		}
-		client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // kubelets do not verify probe targets
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // kubelets do not verify probe targets
 		resp, err := client.Do(req)
 		if err != nil {
 			return false

@@ -18,8 +18,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 )
 
 // Kubelet serves one Node: it owns the pod workers of the pods bound to it.
@@ -39,6 +42,10 @@ type Kubelet struct {
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	wg      sync.WaitGroup
+
+	// events records what happens to pods as a kubelet does (Created, Started,
+	// Killing, BackOff, Unhealthy, Failed), for `kubectl describe` and the operator.
+	events record.EventRecorder
 }
 
 // Run registers the Node, keeps it alive and runs the pods bound to it until ctx
@@ -108,6 +115,7 @@ func newKubelet(cfg Config, cs kubernetes.Interface, log zerolog.Logger) (*Kubel
 		workers: map[types.UID]*podWorker{},
 	}
 	k.api = &liveAPI{cs: cs}
+	k.events = &record.FakeRecorder{} // discards; run sets the real one
 	return k, nil
 }
 
@@ -137,6 +145,10 @@ func (k *Kubelet) run(ctx context.Context) error {
 		}
 	}
 	k.log.Info().Msg("node registered")
+	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cs.CoreV1().Events("")})
+	defer broadcaster.Shutdown()
+	k.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
 	go heartbeat(ctx, k.cs, k.cfg, node, k.log)
 
 	srvErr := make(chan error, 1)
