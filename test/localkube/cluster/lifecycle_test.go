@@ -59,6 +59,7 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	}
 	t.Cleanup(func() {
 		_ = exec.Command(localkube, "down", "--dir", dir, "--purge").Run()
+		_ = os.Remove(dir) // still there, empty, if up failed before making anything
 	})
 	before := traceOf(t)
 
