@@ -201,6 +201,10 @@ func (n *Node) Run(ctx context.Context) error {
 			e.Strs("ignored", n.cfg.Ignored)
 		})
 	}
+	if n.rs != nil && n.cfg.ReplSet == "" {
+		n.logS("W", "REPL", 21558, "Document(s) exist in 'system.replset', but started without --replSet. Database contents may appear inconsistent with the writes that were visible when this node was running as part of a replica set.", nil)
+		n.rs = nil
+	}
 	if n.rs != nil {
 		// Find ourselves in the stored config now that we listen (_isSelf needs it).
 		go func() {
