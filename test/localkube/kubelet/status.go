@@ -122,6 +122,8 @@ func computeStatus(in statusInput) corev1.PodStatus {
 	st := corev1.PodStatus{
 		HostIP:   in.HostIP,
 		QOSClass: pod.Status.QOSClass,
+		// The generation of the spec this status answers, as kubelets since 1.33 say.
+		ObservedGeneration: pod.Generation,
 	}
 	if in.HostIP != "" {
 		st.HostIPs = []corev1.HostIP{{IP: in.HostIP}}
@@ -163,7 +165,7 @@ func computeStatus(in statusInput) corev1.PodStatus {
 	st.Phase = podPhase(&pod.Spec, st.ContainerStatuses, initOK, initFail)
 
 	cond := func(t corev1.PodConditionType, ok bool, reason, msg string) {
-		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg}
+		c := corev1.PodCondition{Type: t, Status: corev1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: pod.Generation}
 		if ok {
 			c.Status, c.Reason, c.Message = corev1.ConditionTrue, "", ""
 		}
