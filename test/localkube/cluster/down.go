@@ -55,6 +55,11 @@ func Down(ctx context.Context, dir string, purge bool, log zerolog.Logger) error
 	if !fileExists(l.state()) && !fileExists(l.runDir()) {
 		return fmt.Errorf("%s is not a localkube cluster directory", dir)
 	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	var errs []error
 	for _, c := range stopOrder(l) {
 		if _, ok := pidOf(l, c); ok {

@@ -46,6 +46,11 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 		return err
 	}
 	opts.Dir = dir
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	l := layout{dir: dir}
 	opts, err = resolve(l, opts)
 	if err != nil {
