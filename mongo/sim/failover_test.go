@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -354,4 +355,42 @@ func TestArbiterVotesAndAnswersAsArbiter(t *testing.T) {
 	waitFor(t, 20*time.Second, "other data member SECONDARY", func() bool { return state(t, ms[1-p]) == 2 })
 	ms[p].kill()
 	waitFor(t, 30*time.Second, "secondary elected with the arbiter's vote", func() bool { return primaryOf(ms[1-p:2-p]) == 0 })
+}
+
+// A primary frozen with SIGSTOP (as if partitioned away) is replaced; when
+// it resumes it learns the higher term, steps down and follows.
+func TestFrozenPrimaryStepsDownWhenItResumes(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	old := ms[p]
+	if err := old.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed && old.cmd != nil {
+			_ = old.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+	rest := append(append([]*member{}, ms[:p]...), ms[p+1:]...)
+	start := time.Now()
+	np := waitPrimary(t, rest, 30*time.Second)
+	t.Logf("new primary after %v", time.Since(start))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := rest[np].client(t).Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.Majority())).
+		InsertOne(ctx, bson.D{{Key: "_id", Value: "while-frozen"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	t.Logf("resumed after %v", time.Since(start))
+	waitFor(t, 30*time.Second, "resumed old primary is SECONDARY with the new write", func() bool {
+		return state(t, old) == 2 && countOn(t, old, bson.D{{Key: "_id", Value: "while-frozen"}}) == 1
+	})
+	t.Logf("followed after %v", time.Since(start))
+	if p2 := primaryOf(ms); p2 < 0 || ms[p2] == old {
+		t.Fatalf("primary after resume: %d", p2)
+	}
 }

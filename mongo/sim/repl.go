@@ -596,8 +596,9 @@ func (n *Node) voteRequestLocked(term int64, dry bool) bson.D {
 		{Key: "lastAppliedOpTime", Value: n.applied.Doc()}, {Key: "$db", Value: "admin"}}
 }
 
-// requestVotes asks every other voter; returns votes granted (self included).
-func (n *Node) requestVotes(req bson.D, voters []string, own int, timeout time.Duration) (int, int64) {
+// requestVotes asks every other voter and returns the votes granted (self
+// included) as soon as need is reached or every voter has answered.
+func (n *Node) requestVotes(req bson.D, voters []string, own, need int, timeout time.Duration) (int, int64) {
 	type res struct {
 		granted bool
 		term    int64
@@ -617,6 +618,9 @@ func (n *Node) requestVotes(req bson.D, voters []string, own int, timeout time.D
 	}
 	votes, maxTerm := own, int64(0)
 	for range voters {
+		if votes >= need {
+			break
+		}
 		r := <-ch
 		if r.granted {
 			votes++
@@ -647,7 +651,7 @@ func (n *Node) runElection(skipDryRun bool) bool {
 	n.mu.Unlock()
 	if !skipDryRun && len(voters) > 0 {
 		n.logI("ELECTION", 21435, "Conducting a dry run election to see if we could be elected", func(e *zerolog.Event) { e.Int64("currentTerm", term) })
-		votes, maxTerm := n.requestVotes(dryReq, voters, own, timeout)
+		votes, maxTerm := n.requestVotes(dryReq, voters, own, need, timeout)
 		n.mu.Lock()
 		if maxTerm > n.term {
 			n.updateTermLocked(maxTerm, "dry run saw a higher term")
@@ -670,7 +674,7 @@ func (n *Node) runElection(skipDryRun bool) bool {
 	req := n.voteRequestLocked(term, false)
 	n.mu.Unlock()
 	n.logI("ELECTION", 21438, "Conducting an election to become primary", func(e *zerolog.Event) { e.Int64("term", term) })
-	votes, maxTerm := n.requestVotes(req, voters, own, timeout)
+	votes, maxTerm := n.requestVotes(req, voters, own, need, timeout)
 	n.mu.Lock()
 	if maxTerm > n.term {
 		n.updateTermLocked(maxTerm, "vote responses saw a higher term")

@@ -243,7 +243,7 @@ func (n *Node) fetchLoop() {
 			(n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		var src, me string
 		var after OpTime
-		var wait time.Duration
+		var wait, callTimeout time.Duration
 		ok = ok || n.rs != nil && n.self >= 0 && (n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		if ok {
 			src = n.syncSourceLocked()
@@ -253,6 +253,7 @@ func (n *Node) fetchLoop() {
 			me = n.rs.Members[n.self].Host
 			after = n.applied
 			wait = min(max(n.hbInterval(), 100*time.Millisecond), 2*time.Second)
+			callTimeout = min(n.hbTimeout(), max(n.electionTimeout(), time.Second))
 		}
 		ch := n.topoCh
 		n.mu.Unlock()
@@ -276,9 +277,32 @@ func (n *Node) fetchLoop() {
 			}
 			pcHost = src
 		}
+		// Drop the call if the sync source changes meanwhile (a new primary).
+		callDone := make(chan struct{})
+		go func(conn *peerConn, topo <-chan struct{}) {
+			for {
+				select {
+				case <-callDone:
+					return
+				case <-n.quit:
+					conn.close()
+					return
+				case <-topo:
+				}
+				n.mu.Lock()
+				changed := n.rs == nil || n.self < 0 || n.syncSourceLocked() != src
+				topo = n.topoCh
+				n.mu.Unlock()
+				if changed {
+					conn.close()
+					return
+				}
+			}
+		}(pc, ch)
 		r, err := pc.run(bson.D{{Key: "_simOplogFetch", Value: int32(1)}, {Key: "after", Value: after.Doc()},
 			{Key: "applied", Value: after.Doc()}, {Key: "from", Value: me}, {Key: "maxWaitMS", Value: wait.Milliseconds()},
-			{Key: "$db", Value: "admin"}}, time.Now().Add(wait+10*time.Second))
+			{Key: "$db", Value: "admin"}}, time.Now().Add(wait+callTimeout))
+		close(callDone)
 		if err != nil {
 			pc.close()
 			pc = nil
