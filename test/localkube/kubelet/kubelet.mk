@@ -32,3 +32,9 @@ kubelet-unit:
 kubelet-test: kubelet-images kubelet-mongosh
 	LOCALKUBE_BIN=$(LOCALKUBE_BINS) LOCALKUBE_BIN_DIR=$(KUBELET_BIN_DIR) MONGOSH_DIR=$(MONGOSH_DIR) \
 		go test -count=1 -timeout 15m ./test/localkube/kubelet/...
+
+.PHONY: kubelet-e2e
+# The kubelet inside a whole localkube cluster (test/localkube/harness): a StatefulSet
+# over three Nodes, pod-to-pod by DNS name, a killed container restarted.
+kubelet-e2e:
+	LOCALKUBE_KUBELET_E2E=1 go test -count=1 -timeout 20m ./test/localkube/kubelet/e2e/...
