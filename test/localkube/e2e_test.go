@@ -177,6 +177,13 @@ func TestStatefulSetWithVolumesServesThroughServices(t *testing.T) {
 	if strings.TrimSpace(got) != svc.Spec.ClusterIP {
 		t.Errorf("web-ip resolved to %q in a pod, want %s", got, svc.Spec.ClusterIP)
 	}
+	// Through the cluster IP (kube-proxy's DNAT, routed back onto the bridge), from
+	// a pod that is itself one of the endpoints, several times so that both are hit.
+	got = kubectl(t, env, "exec", "web-1", "--", "python3", "-c",
+		"import urllib.request as u\nfor i in range(6): print(u.urlopen('http://web-ip/', timeout=10).status)")
+	if strings.Fields(got)[0] != "200" || strings.Count(got, "200") != 6 {
+		t.Errorf("requests through the cluster IP answered %q", got)
+	}
 
 	// Logs through the API server and the kubelet.
 	eventually(t, "web-0 log shows the request", func() error {

@@ -89,7 +89,6 @@ func Down(ctx context.Context, dir string, purge bool, log zerolog.Logger) error
 		if err := removeNetwork(ctx); err != nil {
 			errs = append(errs, err)
 		}
-		restoreForwarding(l)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -59,6 +59,13 @@ func ensureBridge(ctx context.Context) error {
 	// Pods get IPv4 only; without IPv6 on the bridge no link-local path leads from
 	// a pod to the host around the IPv4 rules below.
 	_ = os.WriteFile("/proc/sys/net/ipv6/conf/"+Bridge+"/disable_ipv6", []byte("1"), 0o644)
+	// Forwarding for packets entering the bridge only (IPv4 decides by the input
+	// interface): kube-proxy's DNAT of a pod's Service traffic to another pod is
+	// routed back out of lk0. The host-wide net.ipv4.ip_forward stays as it is, and
+	// the setting goes away with the bridge.
+	if err := os.WriteFile("/proc/sys/net/ipv4/conf/"+Bridge+"/forwarding", []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("enable forwarding on %s: %w", Bridge, err)
+	}
 	out, err := run(ctx, "ip", "-j", "addr", "show", "dev", Bridge)
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -91,11 +90,6 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 	}
 	if err := ensureFirewall(ctx); err != nil {
 		return fmt.Errorf("nftables: %w", err)
-	}
-	if opts.KubeProxy {
-		if err := enableForwarding(l); err != nil {
-			return err
-		}
 	}
 	log.Info().Str("step", "network").Str("bridge", Bridge).Str("gateway", Gateway).Msg("bridge and nftables ready")
 
@@ -369,33 +363,6 @@ func httpOK(ctx context.Context, tlsConf *tls.Config, url string) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
-}
-
-func enableForwarding(l layout) error {
-	const path = "/proc/sys/net/ipv4/ip_forward"
-	cur, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	orig := filepath.Join(l.runDir(), "ip_forward.orig")
-	if strings.TrimSpace(string(cur)) == "1" {
-		return nil
-	}
-	if !fileExists(orig) {
-		if err := os.WriteFile(orig, cur, 0o644); err != nil {
-			return err
-		}
-	}
-	return os.WriteFile(path, []byte("1"), 0o644)
-}
-
-// restoreForwarding puts back the ip_forward value found before the first `up`.
-func restoreForwarding(l layout) {
-	orig := filepath.Join(l.runDir(), "ip_forward.orig")
-	if b, err := os.ReadFile(orig); err == nil {
-		_ = os.WriteFile("/proc/sys/net/ipv4/ip_forward", b, 0o644)
-		_ = os.Remove(orig)
-	}
 }
 
 func writeJSON(path string, v any) error {
