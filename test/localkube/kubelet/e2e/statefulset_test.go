@@ -144,6 +144,9 @@ func TestStatefulSetAcrossNodes(t *testing.T) {
 		nodes[p.Spec.NodeName] = true
 	}
 	t.Logf("pods on %d nodes", len(nodes))
+	for pid, rss := range kubeletRSS(env.Dir) {
+		t.Logf("kubelet pid %d: %d KiB RSS", pid, rss)
+	}
 
 	// By stable DNS name, from one pod to another (CoreDNS and the bridge).
 	bin := "/testbin/" + filepath.Base(exe)
@@ -180,4 +183,31 @@ func TestStatefulSetAcrossNodes(t *testing.T) {
 	if err != nil || !strings.Contains(string(b), "serving on :8080") {
 		t.Fatalf("logs --previous of web-1: %q %v", b, err)
 	}
+}
+
+// kubeletRSS finds the cluster's kubelet processes and their resident memory.
+func kubeletRSS(dir string) map[int]int {
+	out := map[int]int{}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, f := range cmdlines {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		if len(args) < 3 || args[1] != "kubelet" || !strings.Contains(string(b), dir) {
+			continue
+		}
+		var pid int
+		_, _ = fmt.Sscanf(filepath.Base(filepath.Dir(f)), "%d", &pid)
+		status, _ := os.ReadFile(filepath.Join(filepath.Dir(f), "status"))
+		for _, line := range strings.Split(string(status), "\n") {
+			if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+				var kib int
+				_, _ = fmt.Sscanf(strings.TrimSpace(v), "%d", &kib)
+				out[pid] = kib
+			}
+		}
+	}
+	return out
 }
