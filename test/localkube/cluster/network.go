@@ -188,22 +188,68 @@ func tableExists(ctx context.Context, familyName string) bool {
 // Partition drops IPv4 traffic between two pod addresses in both directions: in the
 // bridge family for pods that talk across lk0 directly, and in the inet forward
 // chain for traffic routed through the host (Service cluster IPs, after DNAT and
-// before masquerading).
-func Partition(ctx context.Context, a, b string) error {
+// before masquerading). The rules carry tag (a test's namespace) so that Heal of
+// one test leaves another test's partitions alone.
+func Partition(ctx context.Context, a, b, tag string) error {
 	for _, ip := range []string{a, b} {
 		if net.ParseIP(ip).To4() == nil {
 			return fmt.Errorf("partition: %q is not an IPv4 address", ip)
 		}
 	}
+	if !validTag(tag) {
+		return fmt.Errorf("partition: tag %q: letters, digits, '-' and '.' only", tag)
+	}
 	var script strings.Builder
 	for _, t := range []string{"inet " + filterTable, "bridge " + bridgeTable} {
-		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop\n", t, a, b)
-		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop\n", t, b, a)
+		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop comment \"%s\"\n", t, a, b, tag)
+		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop comment \"%s\"\n", t, b, a, tag)
 	}
 	return runInput(ctx, script.String(), "nft", "-f", "-")
 }
 
-// Heal removes every partition.
-func Heal(ctx context.Context) error {
-	return runInput(ctx, fmt.Sprintf("flush chain inet %s partition\nflush chain bridge %s partition\n", filterTable, bridgeTable), "nft", "-f", "-")
+// Heal removes the partitions made with tag, or every partition when tag is "".
+func Heal(ctx context.Context, tag string) error {
+	if tag == "" {
+		return runInput(ctx, fmt.Sprintf("flush chain inet %s partition\nflush chain bridge %s partition\n", filterTable, bridgeTable), "nft", "-f", "-")
+	}
+	var script strings.Builder
+	for _, t := range []string{"inet " + filterTable, "bridge " + bridgeTable} {
+		out, err := run(ctx, "nft", "-a", "list", "chain", strings.Fields(t)[0], strings.Fields(t)[1], "partition")
+		if err != nil {
+			return err
+		}
+		for _, h := range handlesTagged(out, tag) {
+			fmt.Fprintf(&script, "delete rule %s partition handle %s\n", t, h)
+		}
+	}
+	if script.Len() == 0 {
+		return nil
+	}
+	return runInput(ctx, script.String(), "nft", "-f", "-")
+}
+
+// handlesTagged picks the handles of the rules with comment tag from `nft -a list`.
+func handlesTagged(listing, tag string) []string {
+	var handles []string
+	for _, line := range strings.Split(listing, "\n") {
+		if !strings.Contains(line, `comment "`+tag+`"`) {
+			continue
+		}
+		if i := strings.LastIndex(line, "# handle "); i >= 0 {
+			handles = append(handles, strings.TrimSpace(line[i+len("# handle "):]))
+		}
+	}
+	return handles
+}
+
+func validTag(tag string) bool {
+	if tag == "" || len(tag) > 100 {
+		return false
+	}
+	for _, r := range tag {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return false
+		}
+	}
+	return true
 }

@@ -94,21 +94,24 @@ func (e *Env) ResumePod(tb testing.TB, namespace, name string) {
 // IP, both directions) until Heal or the end of the test.
 func (e *Env) Partition(tb testing.TB, podA, podB string) {
 	tb.Helper()
+	if e.Namespace == "" {
+		tb.Fatal("Partition needs the namespace of harness.Cluster")
+	}
 	a, b := e.podIP(tb, podA), e.podIP(tb, podB)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cluster.Partition(ctx, a, b); err != nil {
+	if err := cluster.Partition(ctx, a, b, e.Namespace); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Heal(tb) })
 }
 
-// Heal removes every partition.
+// Heal removes the partitions this test made (other tests' stay).
 func (e *Env) Heal(tb testing.TB) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cluster.Heal(ctx); err != nil {
+	if err := cluster.Heal(ctx, e.Namespace); err != nil {
 		tb.Fatal(err)
 	}
 }
