@@ -247,7 +247,8 @@ func validTag(tag string) bool {
 		return false
 	}
 	for _, r := range tag {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.'
+		if !ok {
 			return false
 		}
 	}
