@@ -57,7 +57,8 @@ type Options struct {
 	// node state and volumes.
 	Dir string
 	// Nodes is the number of Nodes (kubelet processes), named localkube-1..N.
-	// 0 starts the control plane only.
+	// 0 starts the control plane only; a negative number means what DIR had
+	// (cluster.json), else 3.
 	Nodes int
 	// BinDir holds the control-plane binaries (see Build).
 	BinDir string
