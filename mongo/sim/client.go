@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -145,22 +146,23 @@ func (n *Node) callPeer(host string, cmd bson.D, timeout time.Duration) (bson.Ra
 	return p.run(cmd, time.Now().Add(timeout))
 }
 
-// isSelf decides whether host names this process: same port and an
-// address we are bound to, else mongod's _isSelf check by process id.
-func (n *Node) isSelf(host string) bool {
+// isSelfLocal decides from addresses alone: same port and a name that
+// resolves to an address we are bound to (any local one when bound to all).
+// decided is false when only _isSelf can tell.
+func (n *Node) isSelfLocal(host string) (self, decided bool) {
 	h, ps, err := net.SplitHostPort(host)
 	if err != nil {
-		return false
+		return false, true
 	}
 	port, _ := strconv.Atoi(ps)
 	if port != n.cfg.Port {
-		return false
+		return false, true
 	}
 	n.mu.Lock()
 	v, ok := n.isSelfMemo[host]
 	n.mu.Unlock()
 	if ok {
-		return v
+		return v, true
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	ips, err := net.DefaultResolver.LookupIP(ctx, "ip", h)
@@ -169,18 +171,18 @@ func (n *Node) isSelf(host string) bool {
 		local := localAddrs()
 		for _, ip := range ips {
 			for _, b := range n.bindAddrs {
-				if b == nil || b.IsUnspecified() {
-					if local[ip.String()] {
-						n.memoSelf(host, true)
-						return true
-					}
-				} else if b.Equal(ip) {
+				if (b == nil || b.IsUnspecified()) && local[ip.String()] || b != nil && b.Equal(ip) {
 					n.memoSelf(host, true)
-					return true
+					return true, true
 				}
 			}
 		}
 	}
+	return false, false
+}
+
+// isSelfRemote asks host for its process id (mongod's _isSelf command).
+func (n *Node) isSelfRemote(host string) bool {
 	r, err := n.callPeer(host, bson.D{{Key: "_isSelf", Value: int32(1)}, {Key: "$db", Value: "admin"}}, 2*time.Second)
 	if err != nil {
 		return false
@@ -209,19 +211,45 @@ func localAddrs() map[string]bool {
 }
 
 // findSelf returns the index of this node in cfg, or -1; error if more
-// than one member maps to us.
+// than one member maps to us. Addresses decide first; only when none
+// matches are the undecided hosts asked with _isSelf, in parallel.
 func (n *Node) findSelf(cfg *RSConfig) (int, error) {
-	found := -1
+	var found []int
+	var undecided []int
 	for i, m := range cfg.Members {
-		if n.isSelf(m.Host) {
-			if found >= 0 {
-				return -1, fmt.Errorf("the hosts %s and %s all map to this node in new configuration with {version: %d, term: %d} for replica set %s",
-					cfg.Members[found].Host, m.Host, cfg.Version, cfg.Term, cfg.ID)
-			}
-			found = i
+		self, decided := n.isSelfLocal(m.Host)
+		switch {
+		case self:
+			found = append(found, i)
+		case !decided:
+			undecided = append(undecided, i)
 		}
 	}
-	return found, nil
+	if len(found) == 0 && len(undecided) > 0 {
+		res := make([]bool, len(undecided))
+		var wg sync.WaitGroup
+		for k, i := range undecided {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				res[k] = n.isSelfRemote(cfg.Members[i].Host)
+			}()
+		}
+		wg.Wait()
+		for k, i := range undecided {
+			if res[k] {
+				found = append(found, i)
+			}
+		}
+	}
+	switch len(found) {
+	case 0:
+		return -1, nil
+	case 1:
+		return found[0], nil
+	}
+	return -1, fmt.Errorf("the hosts %s and %s all map to this node in new configuration with {version: %d, term: %d} for replica set %s",
+		cfg.Members[found[0]].Host, cfg.Members[found[1]].Host, cfg.Version, cfg.Term, cfg.ID)
 }
 
 // connErrText words a failed peer call as mongod reports it in
