@@ -403,3 +403,47 @@ func TestStoppedPodTurnsUnreadyAndResumes(t *testing.T) {
 		t.Errorf("a stopped and resumed container was restarted %d times", n)
 	}
 }
+
+// TestPodReachesAPIServerWithItsToken is what an in-cluster operator does:
+// KUBERNETES_SERVICE_HOST/PORT, the projected service-account token and CA.
+func TestPodReachesAPIServerWithItsToken(t *testing.T) {
+	env := harness.Cluster(t)
+	ctx := ctxFor(t)
+	cs, ns := env.Client, env.Namespace
+	if _, err := cs.CoreV1().Pods(ns).Create(ctx, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "client"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "client", Image: "python:3", Command: []string{"sleep", "3600"},
+		}}},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "client Ready", func() error {
+		p, err := cs.CoreV1().Pods(ns).Get(ctx, "client", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if !podReady(p) {
+			return fmt.Errorf("not Ready")
+		}
+		return nil
+	})
+	// The default ServiceAccount may not list pods: 403 proves the API server
+	// authenticated the pod's token (a bad token would be 401).
+	got := kubectl(t, env, "exec", "client", "--", "python3", "-c", `
+import os, ssl, urllib.request, urllib.error
+sa = "/var/run/secrets/kubernetes.io/serviceaccount/"
+host, port = os.environ["KUBERNETES_SERVICE_HOST"], os.environ["KUBERNETES_SERVICE_PORT"]
+ctx = ssl.create_default_context(cafile=sa + "ca.crt")
+ns = open(sa + "namespace").read()
+req = urllib.request.Request("https://%s:%s/api/v1/namespaces/%s/pods" % (host, port, ns),
+    headers={"Authorization": "Bearer " + open(sa + "token").read()})
+try:
+    print(urllib.request.urlopen(req, context=ctx, timeout=10).status)
+except urllib.error.HTTPError as e:
+    print(e.code)
+`)
+	if strings.TrimSpace(got) != "403" {
+		t.Errorf("pod listing pods with its token answered %q, want 403 (authenticated, not authorized)", got)
+	}
+}
