@@ -1,0 +1,169 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/test/localkube/harness"
+)
+
+// hostOperator runs bin/mgors-operator on the host against the test's
+// namespace only, with a file event store, until it exits or ctx ends.
+type hostOperator struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan error
+}
+
+func startHostOperator(t *testing.T, env *harness.Env, storeDir, crashAfter string) *hostOperator {
+	t.Helper()
+	bin := filepath.Join(repo(t), "bin", "mgors-operator")
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s: %v (make build)", bin, err)
+	}
+	cmd := exec.Command(bin,
+		"--kubeconfig", filepath.Join(env.Dir, "kubeconfig"),
+		"--namespace", env.Namespace,
+		"--event-store", "file", "--event-dir", storeDir,
+		"--dns-server", "10.244.0.1:53",
+		"--metrics-addr", "0", "--health-addr", "0",
+		"--interval", "2s", "--identity", "e2e-host")
+	cmd.Env = append(os.Environ(), "MGORS_CRASH_AFTER="+crashAfter)
+	out := &bytes.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &hostOperator{cmd: cmd, out: out, done: make(chan error, 1)}
+	go func() { h.done <- cmd.Wait() }()
+	t.Cleanup(func() { h.stop() })
+	return h
+}
+
+func (h *hostOperator) stop() {
+	_ = h.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-h.done:
+	case <-time.After(15 * time.Second):
+		_ = h.cmd.Process.Kill()
+		<-h.done
+	}
+}
+
+// pauseInClusterOperator scales the operator deployed from deploy/ to zero for
+// the test, so that only the host operator acts on the test's clusters.
+func pauseInClusterOperator(t *testing.T, env *harness.Env) {
+	if out, err := kubectl(t, env, "", "-n", "mgors-system", "get", "deployment/mgors-operator"); err != nil {
+		if strings.Contains(out, "NotFound") || strings.Contains(out, "not found") {
+			return
+		}
+		t.Fatalf("kubectl get: %v\n%s", err, out)
+	}
+	mustKubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=0")
+	t.Cleanup(func() {
+		_, _ = kubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=1")
+	})
+}
+
+// The operator is SIGKILLed right after each kind of event on the way from
+// apply to Healthy; a restarted operator converges with one initiate, one user,
+// no reconfig, and a log that continues without gaps (issue: event-sourced
+// clusters; invariant 1).
+func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
+	env := harness.Cluster(t)
+	pauseInClusterOperator(t, env)
+	ctx := context.Background()
+	for i, crash := range []string{
+		"SpecObserved:1", "MembersObserved:1", "ActionStarted:1", "ActionFinished:1",
+		"PhaseChanged:1", "ActionStarted:2", "Initiated:1", "MembersObserved:3",
+		"ActionStarted:3", "AdminUserReady:1", "PhaseChanged:2",
+	} {
+		t.Run(crash, func(t *testing.T) {
+			name := fmt.Sprintf("crash%d", i)
+			store := t.TempDir()
+			m := sample(t, env, "mgors-dev-1.yaml", func(m *v1alpha1.Mgors) {
+				m.Name = name
+				m.Spec.Members = 1
+				m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete
+			})
+			created, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = mgorsClient(t, env).Mgorses(env.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			first := startHostOperator(t, env, store, crash)
+			select {
+			case err := <-first.done:
+				if ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+					t.Fatalf("the operator did not die by SIGKILL after %s: %v\n%s", crash, err, first.out)
+				}
+			case <-time.After(4 * time.Minute):
+				t.Fatalf("the operator never reached %s\n%s", crash, first.out)
+			}
+			second := startHostOperator(t, env, store, "")
+			waitMgors(t, env, name, "Healthy after a crash after "+crash, 4*time.Minute, func(m *v1alpha1.Mgors) bool {
+				return m.Status.Phase == v1alpha1.PhaseHealthy && m.Status.Primary != ""
+			})
+			second.stop()
+
+			fs, err := eventlog.NewFile(store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stream := eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)}
+			snap, recs, err := fs.Load(ctx, stream)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := actors.Initial()
+			if snap != nil {
+				t.Fatalf("unexpected snapshot in a short log")
+			}
+			if err := eventlog.CheckSequence(0, recs); err != nil {
+				t.Fatalf("the log has a gap: %v", err)
+			}
+			s, err = actors.Fold(s, recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// One initiate and one user, both made by the operator: a found config
+			// or user would mean an initiate or a creation reached a cluster that
+			// already had one. No reconfig of a 1-member set.
+			if !s.Initiated || s.Initiates != 1 || s.UsersCreated != 1 || s.Reconfigs != 0 || s.ForcedReconfigs != 0 {
+				t.Fatalf("after a crash after %s: %s (initiates %d, users %d, reconfigs %d)", crash, s, s.Initiates, s.UsersCreated, s.Reconfigs)
+			}
+			for _, r := range recs {
+				e, _, _ := actors.Decode(r)
+				switch e := e.(type) {
+				case actors.Initiated:
+					if e.Found {
+						t.Fatalf("after a crash after %s: record %d found an existing config", crash, r.Seq)
+					}
+				case actors.AdminUserReady:
+					if e.Found {
+						t.Fatalf("after a crash after %s: record %d found an existing user", crash, r.Seq)
+					}
+				case actors.ActionStarted:
+					if e.Action == actors.ActReconfig || e.Action == actors.ActForceReconfig {
+						t.Fatalf("after a crash after %s: record %d started a reconfig", crash, r.Seq)
+					}
+				}
+			}
+		})
+	}
+}
