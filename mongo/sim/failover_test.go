@@ -233,6 +233,10 @@ func TestStepDownHandoffFreezeAndShutdown(t *testing.T) {
 	if s := state(t, ms[p]); s != 2 {
 		t.Fatalf("stepped-down member state %d", s)
 	}
+	st := mustRun(t, others[np].client(t), bson.D{{Key: "replSetGetStatus", Value: 1}})
+	if r, _ := st.Lookup("electionCandidateMetrics", "lastElectionReason").StringValueOK(); r != "stepUpRequestSkipDryRun" {
+		t.Fatalf("handoff election reason: %v", st.Lookup("electionCandidateMetrics"))
+	}
 	if _, err := run(pc, bson.D{{Key: "replSetStepDown", Value: 60}}); !hasCode(err, 10107) {
 		t.Fatalf("stepdown on secondary: want 10107, got %v", err)
 	}

@@ -67,6 +67,7 @@ type Node struct {
 	stepUntil  time.Time
 	leaderTime bson.Timestamp
 	leaderDate time.Time
+	election   *electionMetrics // last election this node won
 	writable   bool
 	stepping   bool
 	inShutdown bool

@@ -473,9 +473,11 @@ func (n *Node) tickLoop() {
 		n.mu.Unlock()
 		switch action {
 		case actElect:
-			n.runElection(false)
+			n.runElection(false, "electionTimeout")
+		case actElectTakeover:
+			n.runElection(false, "priorityTakeover")
 		case actElectNoDryRun:
-			n.runElection(true)
+			n.runElection(true, "electionTimeout")
 		case actNoop:
 			_, _ = n.writeOplog([]opSpec{{op: "n", ns: "", o: mustRaw(bson.D{{Key: "msg", Value: "periodic noop"}})}}, false)
 		case actNewlyAdded:
@@ -490,6 +492,7 @@ const (
 	tickIdle tickAction = iota
 	actElect
 	actElectNoDryRun
+	actElectTakeover
 	actNoop
 	actNewlyAdded
 )
@@ -571,7 +574,7 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 					if now.After(n.takeoverAt) {
 						n.takeoverAt = time.Time{}
 						n.logI("ELECTION", 21437, "Starting an election for a priority takeover", nil)
-						return actElect
+						return actElectTakeover
 					}
 					return tickIdle
 				}
@@ -631,7 +634,38 @@ func (n *Node) requestVotes(req bson.D, voters []string, own, need int, timeout 
 }
 
 // runElection is the candidate side: dry run, then the real round in term+1.
-func (n *Node) runElection(skipDryRun bool) bool {
+// electionMetrics is replSetGetStatus' electionCandidateMetrics.
+type electionMetrics struct {
+	reason        string
+	date          time.Time
+	term          int64
+	lastCommitted OpTime
+	lastSeen      OpTime
+	votesNeeded   int
+	priority      float64
+	timeoutMillis int64
+	newTermDate   time.Time
+	wMajorityDate time.Time
+}
+
+func (m *electionMetrics) doc() bson.D {
+	d := bson.D{{Key: "lastElectionReason", Value: m.reason}, {Key: "lastElectionDate", Value: bson.NewDateTimeFromTime(m.date)},
+		{Key: "electionTerm", Value: m.term}, {Key: "lastCommittedOpTimeAtElection", Value: m.lastCommitted.Doc()},
+		{Key: "lastSeenOpTimeAtElection", Value: m.lastSeen.Doc()}, {Key: "numVotesNeeded", Value: int32(m.votesNeeded)},
+		{Key: "priorityAtElection", Value: m.priority}, {Key: "electionTimeoutMillis", Value: m.timeoutMillis},
+		{Key: "numCatchUpOps", Value: int64(0)}}
+	if !m.newTermDate.IsZero() {
+		d = append(d, bson.E{Key: "newTermStartDate", Value: bson.NewDateTimeFromTime(m.newTermDate)})
+	}
+	if !m.wMajorityDate.IsZero() {
+		d = append(d, bson.E{Key: "wMajorityWriteAvailabilityDate", Value: bson.NewDateTimeFromTime(m.wMajorityDate)})
+	}
+	return d
+}
+
+// runElection is the candidate side: dry run, then the real round in term+1.
+// reason is recorded as electionCandidateMetrics.lastElectionReason.
+func (n *Node) runElection(skipDryRun bool, reason string) bool {
 	n.mu.Lock()
 	if n.rs == nil || n.self < 0 || n.state != StateSecondary || !n.rs.Members[n.self].Electable() {
 		n.mu.Unlock()
@@ -685,6 +719,8 @@ func (n *Node) runElection(skipDryRun bool) bool {
 		return false
 	}
 	n.logI("ELECTION", 21450, "Election succeeded, assuming primary role", func(e *zerolog.Event) { e.Int64("term", term) })
+	n.election = &electionMetrics{reason: reason, date: time.Now(), term: term, lastCommitted: n.commit, lastSeen: n.applied,
+		votesNeeded: need, priority: n.rs.Members[n.self].Priority, timeoutMillis: n.rs.ElectionTimeoutMillis}
 	n.state = StatePrimary
 	n.primary = n.self
 	n.writable = false
@@ -703,6 +739,9 @@ func (n *Node) runElection(skipDryRun bool) bool {
 	n.mu.Lock()
 	if err == nil && n.state == StatePrimary && n.term == term {
 		n.writable = true
+		if n.election != nil {
+			n.election.newTermDate = time.Now()
+		}
 		n.recomputeCommitLocked()
 		n.bumpTopologyLocked()
 		n.logI("REPL", 21331, "Transition to primary complete; database writes are now permitted", func(e *zerolog.Event) { e.Int64("term", term) })
@@ -789,6 +828,9 @@ func (n *Node) recomputeCommitLocked() {
 	cand := ops[wm-1]
 	if cand.T == n.term && n.commit.Less(cand) {
 		n.advanceCommitLocked(cand)
+		if n.election != nil && n.election.term == n.term && n.election.wMajorityDate.IsZero() {
+			n.election.wMajorityDate = time.Now()
+		}
 	}
 }
 

@@ -217,6 +217,9 @@ func (c *conn) cmdReplSetGetStatus(*Request) (bson.D, error) {
 			{Key: "durableOpTime", Value: n.applied.Doc()}, {Key: "lastAppliedWallTime", Value: appliedWall},
 			{Key: "lastDurableWallTime", Value: appliedWall}}},
 	}
+	if n.state == StatePrimary && n.election != nil && n.election.term == n.term {
+		d = append(d, bson.E{Key: "electionCandidateMetrics", Value: n.election.doc()})
+	}
 	members := bson.A{}
 	order := make([]int, len(n.rs.Members))
 	for i := range order {
@@ -725,7 +728,11 @@ func (c *conn) cmdReplSetStepUp(req *Request) (bson.D, error) {
 	}
 	n.stepUntil = time.Time{}
 	n.mu.Unlock()
-	if !n.runElection(skip) {
+	reason := "stepUpRequest"
+	if skip {
+		reason = "stepUpRequestSkipDryRun"
+	}
+	if !n.runElection(skip, reason) {
 		return nil, cerr(125, "Election failed.")
 	}
 	return bson.D{}, nil
