@@ -60,6 +60,12 @@ func init() {
 		"hostInfo":                {fn: (*conn).cmdHostInfo, action: actClusterMonitor},
 		"whatsmyuri":              {fn: (*conn).cmdWhatsMyURI, noAuth: true},
 		"getFreeMonitoringStatus": {fn: (*conn).cmdOK, action: actClusterMonitor},
+		"currentOp":               {fn: (*conn).cmdCurrentOp, action: actClusterMonitor},
+		"killOp":                  {fn: (*conn).cmdKillOp, action: actClusterAdmin},
+		"fsync":                   {fn: (*conn).cmdFsync, action: actClusterAdmin},
+		"logRotate":               {fn: (*conn).cmdOK, action: actClusterAdmin},
+		"getDefaultRWConcern":     {fn: (*conn).cmdGetDefaultRWConcern, action: actClusterMonitor},
+		"setDefaultRWConcern":     {fn: (*conn).cmdSetDefaultRWConcern, action: actClusterAdmin},
 		"_isSelf":                 {fn: (*conn).cmdIsSelf, noAuth: true, legacyOK: true},
 		"saslStart":               {fn: (*conn).cmdSaslStart, noAuth: true, legacyOK: true},
 		"saslContinue":            {fn: (*conn).cmdSaslContinue, noAuth: true, legacyOK: true},
@@ -389,4 +395,50 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// cmdCurrentOp reports no operations in progress: the simulator's
+// operations are short and not listed.
+func (c *conn) cmdCurrentOp(*Request) (bson.D, error) {
+	return bson.D{{Key: "inprog", Value: bson.A{}}}, nil
+}
+
+func (c *conn) cmdKillOp(*Request) (bson.D, error) {
+	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
+}
+
+// cmdFsync: every write is already fsync'd; lock is not modelled.
+func (c *conn) cmdFsync(req *Request) (bson.D, error) {
+	if lock, _ := req.Body.Lookup("lock").BooleanOK(); lock {
+		return nil, cerr(115, "fsync lock is not supported by mongod-sim")
+	}
+	return bson.D{{Key: "numFiles", Value: int32(1)}}, nil
+}
+
+func (c *conn) cmdGetDefaultRWConcern(*Request) (bson.D, error) {
+	c.n.mu.Lock()
+	wc := c.n.defaultWC
+	c.n.mu.Unlock()
+	src := "implicit"
+	if wc == nil {
+		wc = bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: int32(0)}}
+	} else {
+		src = "global"
+	}
+	return bson.D{{Key: "defaultReadConcern", Value: bson.D{{Key: "level", Value: "local"}}},
+		{Key: "defaultWriteConcern", Value: wc}, {Key: "defaultWriteConcernSource", Value: src},
+		{Key: "defaultReadConcernSource", Value: "implicit"}, {Key: "localUpdateWallClockTime", Value: bson.NewDateTimeFromTime(time.Now())}}, nil
+}
+
+// cmdSetDefaultRWConcern records the default write concern (not replicated,
+// and not applied to writes: they use what the client sends or w:1).
+func (c *conn) cmdSetDefaultRWConcern(req *Request) (bson.D, error) {
+	if wc, ok := req.Body.Lookup("defaultWriteConcern").DocumentOK(); ok {
+		var d bson.D
+		_ = bson.Unmarshal(wc, &d)
+		c.n.mu.Lock()
+		c.n.defaultWC = d
+		c.n.mu.Unlock()
+	}
+	return c.cmdGetDefaultRWConcern(req)
 }

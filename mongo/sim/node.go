@@ -68,6 +68,7 @@ type Node struct {
 	leaderTime bson.Timestamp
 	leaderDate time.Time
 	election   *electionMetrics // last election this node won
+	defaultWC  bson.D           // set by setDefaultRWConcern
 	writable   bool
 	stepping   bool
 	inShutdown bool
@@ -429,6 +430,8 @@ var codeNames = map[int32]string{
 	10107: "NotWritablePrimary", 11000: "DuplicateKey", 11600: "InterruptedAtShutdown", 11602: "InterruptedDueToReplStateChange",
 	13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 51003: "Location51003", 31368: "Location31368",
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
+	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
+	185: "InconsistentReplicaSetNames", 31373: "Location31373",
 }
 
 func codeName(c int32) string {
