@@ -44,6 +44,10 @@ func TestCrashingContainerIsRestarted(t *testing.T) {
 	if got := e.logs(t, p.Name, "main", true); got != "run\n" {
 		t.Fatalf("previous log %q, want %q", got, "run\n")
 	}
+	logs, _ := filepath.Glob(filepath.Join(e.cfg.Dir, "nodes", testNode, "pods", string(p.UID), "logs", "main", "*.log"))
+	if len(logs) > 2 {
+		t.Fatalf("logs of %d runs kept, want the current and the previous only: %v", len(logs), logs)
+	}
 	// The kubelet's Events tell the story, as `kubectl describe` shows it.
 	deadline := time.Now().Add(20 * time.Second)
 	for {

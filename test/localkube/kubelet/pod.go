@@ -484,6 +484,13 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 	if restarted {
 		x.obs.RestartCount++
 		l.LogPath = w.logPath(name, x.obs.RestartCount)
+		// Like a kubelet, keep the logs of the current and the previous run only.
+		if old := x.obs.RestartCount - 2; old >= 0 {
+			stale, _ := filepath.Glob(w.logPath(name, old) + "*")
+			for _, f := range stale {
+				_ = os.Remove(f)
+			}
+		}
 	}
 	x.obs.WaitReason, x.obs.WaitMessage = "", ""
 	x.obs.ID = l.ID
