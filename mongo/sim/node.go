@@ -69,6 +69,7 @@ type Node struct {
 	leaderDate time.Time
 	election   *electionMetrics // last election this node won
 	defaultWC  bson.D           // set by setDefaultRWConcern
+	logMember  atomic.Value     // string: our host in the config, for the "member" log field
 	writable   bool
 	stepping   bool
 	inShutdown bool
@@ -380,6 +381,9 @@ func (n *Node) logI(component string, id int, msg string, attr func(*zerolog.Eve
 func (n *Node) logS(sev, component string, id int, msg string, attr func(*zerolog.Event)) {
 	e := n.log.Log().Dict("t", zerolog.Dict().Str("$date", time.Now().UTC().Format("2006-01-02T15:04:05.000Z07:00"))).
 		Str("s", sev).Str("c", component).Int("id", id).Str("ctx", "sim").Str("msg", msg)
+	if m, ok := n.logMember.Load().(string); ok && m != "" {
+		e = e.Str("member", m)
+	}
 	if attr != nil {
 		d := zerolog.Dict()
 		attr(d)

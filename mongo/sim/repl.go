@@ -99,6 +99,9 @@ func (n *Node) installConfigLocked(cfg *RSConfig, persist bool, self ...int) {
 		oldPrimaryHost = old.Members[n.primary].Host
 	}
 	n.self = idx
+	if idx >= 0 {
+		n.logMember.Store(cfg.Members[idx].Host)
+	}
 	n.primary = -1
 	for i, m := range cfg.Members {
 		if m.Host == oldPrimaryHost {
