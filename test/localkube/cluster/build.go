@@ -35,6 +35,29 @@ var binaries = []struct{ name, pkg string }{
 	{"coredns", "github.com/coredns/coredns"},
 }
 
+// KubernetesVersion is the k8s.io/kubernetes version the control-plane module
+// requires (a test keeps the two equal). It is stamped into the binaries, as the
+// Kubernetes release build does, so that /version and `kubectl version` report it
+// instead of "v0.0.0-master".
+const KubernetesVersion = "v1.37.2"
+
+// versionLDFlags sets the version variables of component-base and client-go; the
+// linker ignores them in binaries that do not contain those packages.
+func versionLDFlags() string {
+	major, minor, _ := strings.Cut(strings.TrimPrefix(KubernetesVersion, "v"), ".")
+	minor, _, _ = strings.Cut(minor, ".")
+	var flags []string
+	for _, pkg := range []string{"k8s.io/component-base/version", "k8s.io/client-go/pkg/version"} {
+		flags = append(flags,
+			"-X "+pkg+".gitVersion="+KubernetesVersion,
+			"-X "+pkg+".gitMajor="+major,
+			"-X "+pkg+".gitMinor="+minor,
+			"-X "+pkg+".gitTreeState=clean",
+			"-X "+pkg+".gitCommit=localkube")
+	}
+	return strings.Join(flags, " ")
+}
+
 // BuildOptions says where the control-plane module is and where binaries go.
 type BuildOptions struct {
 	// Source is the directory of the control-plane module (test/localkube/controlplane).
@@ -93,7 +116,7 @@ func Build(ctx context.Context, opts BuildOptions, log zerolog.Logger) error {
 	if err != nil {
 		return err
 	}
-	stamp, err := sourceStamp(opts.Source, strings.TrimSpace(goVersion))
+	stamp, err := sourceStamp(opts.Source, strings.TrimSpace(goVersion)+"\n"+versionLDFlags())
 	if err != nil {
 		return err
 	}
@@ -108,7 +131,7 @@ func Build(ctx context.Context, opts BuildOptions, log zerolog.Logger) error {
 		t := time.Now()
 		log.Info().Str("step", "build").Str("binary", b.name).Msgf("building %d/%d (the first build takes minutes; kube-apiserver alone ~3.5 min on 2 cores)", i+1, len(binaries))
 		bctx, cancel := context.WithTimeout(ctx, 30*time.Minute)
-		cmd := exec.CommandContext(bctx, goTool, "build", "-trimpath", "-o", filepath.Join(opts.BinDir, b.name), b.pkg)
+		cmd := exec.CommandContext(bctx, goTool, "build", "-trimpath", "-ldflags", versionLDFlags(), "-o", filepath.Join(opts.BinDir, b.name), b.pkg)
 		cmd.Dir = opts.Source
 		cmd.Env = append(os.Environ(), "GOWORK=off")
 		out, err := cmd.CombinedOutput()

@@ -3,6 +3,7 @@ package cluster
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -42,5 +43,15 @@ func TestSourceStampFollowsSources(t *testing.T) {
 	write("etcd/main.go", "package main\n// changed\n")
 	if stamp("go1.26.8") == base {
 		t.Error("a changed source kept the stamp")
+	}
+}
+
+func TestKubernetesVersionMatchesTheModule(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "controlplane", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "\tk8s.io/kubernetes "+KubernetesVersion+"\n") {
+		t.Errorf("controlplane/go.mod does not require k8s.io/kubernetes %s", KubernetesVersion)
 	}
 }
