@@ -165,6 +165,8 @@ func TestStatefulSetAcrossNodes(t *testing.T) {
 		}
 	}
 
+	kubectlChecks(t, writeKubeconfig(t, env.Config), ns)
+
 	// A killed container is restarted by its kubelet, in the same pod.
 	uid := pods["web-1"].UID
 	env.KillPod(t, ns, "web-1")
@@ -210,4 +212,15 @@ func kubeletRSS(dir string) map[int]int {
 		}
 	}
 	return out
+}
+
+func get(url string) (string, error) {
+	c := http.Client{Timeout: 5 * time.Second}
+	resp, err := c.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
 }
