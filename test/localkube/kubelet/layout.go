@@ -163,6 +163,9 @@ func KillAll(dir string) error {
 		if err := teardownNetwork(pd, m.Veth); err != nil {
 			errs = append(errs, err)
 		}
+		if err := unmountVolumes(pd); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }
@@ -177,3 +180,18 @@ func unmountIfMounted(path string) error {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// unmountVolumes detaches the volumes the kubelet mounted on the node for a pod
+// (emptyDir with medium Memory).
+func unmountVolumes(podDir string) error {
+	var errs []error
+	dirs, _ := filepath.Glob(filepath.Join(podDir, "volumes", "*"))
+	for _, d := range dirs {
+		if isMountPoint(d) {
+			if err := unmountIfMounted(d); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

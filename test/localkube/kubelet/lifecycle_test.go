@@ -74,9 +74,10 @@ func TestCrashingContainerIsRestarted(t *testing.T) {
 // pod whose containers all succeed under restartPolicy Never ends Succeeded.
 func TestInitContainersRunFirst(t *testing.T) {
 	e := cluster(t)
-	pod := shellPod("init", "cat /work/order; echo main >> /work/order")
+	pod := shellPod("init", "cat /work/order; stat -f -c %T /work")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
-	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	// In memory: a tmpfs shared by the pod's containers.
+	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
 	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
 	pod.Spec.Containers[0].VolumeMounts = mount
 	for _, n := range []string{"first", "second"} {
@@ -86,8 +87,12 @@ func TestInitContainersRunFirst(t *testing.T) {
 	}
 	p := e.create(t, pod)
 	p = e.waitPod(t, p.Name, 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
-	if got := e.logs(t, p.Name, "main", false); got != "first\nsecond\n" {
-		t.Fatalf("main saw %q, want the init containers' lines in order", got)
+	if got := e.logs(t, p.Name, "main", false); got != "first\nsecond\ntmpfs\n" {
+		t.Fatalf("main saw %q, want the init containers' lines in order on a tmpfs", got)
+	}
+	e.deleteAndWait(t, testNS, p.Name)
+	if mounts, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(mounts), string(p.UID)) {
+		t.Fatalf("mounts of the deleted pod remain:\n%s", mounts)
 	}
 	for _, s := range p.Status.InitContainerStatuses {
 		if s.State.Terminated == nil || s.State.Terminated.Reason != "Completed" {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -427,6 +428,16 @@ func (w *podWorker) refreshVolumes(pod *corev1.Pod, force bool) error {
 			if err := os.MkdirAll(dir, 0o777); err != nil {
 				return err
 			}
+			if v.EmptyDir.Medium == corev1.StorageMediumMemory && !isMountPoint(dir) {
+				// Shared by the pod's containers, so mounted on the node, under Dir.
+				opts := "mode=0777"
+				if l := v.EmptyDir.SizeLimit; l != nil && !l.IsZero() {
+					opts += ",size=" + strconv.FormatInt(l.Value(), 10)
+				}
+				if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+					return fmt.Errorf("emptyDir %s in memory: %w", v.Name, err)
+				}
+			}
 			_ = os.Chmod(dir, 0o777)
 			if force && fsGroup != nil {
 				if err := applyFSGroup(dir, *fsGroup); err != nil {
@@ -664,6 +675,10 @@ func (w *podWorker) teardown() {
 func (w *podWorker) cleanupDisk() {
 	// Volumes that are the pod's own (emptyDir, content) go with it; PVC and hostPath
 	// directories live elsewhere and are never touched.
+	if err := unmountVolumes(w.dir); err != nil {
+		w.log.Warn().Err(err).Msg("unmount volumes")
+		return // never remove what may still be mounted
+	}
 	if err := os.RemoveAll(w.dir); err != nil {
 		w.log.Warn().Err(err).Msg("remove pod directory")
 	}
