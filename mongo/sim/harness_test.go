@@ -256,8 +256,8 @@ func rsConfig(ms []*member, settings bson.D) bson.D {
 	return cfg
 }
 
-func state(t *testing.T, m *member) int {
-	c := m.client(t)
+func state(t *testing.T, m *member, creds ...string) int {
+	c := m.client(t, creds...)
 	r, err := run(c, bson.D{{Key: "replSetGetStatus", Value: 1}})
 	if err != nil {
 		return -1
