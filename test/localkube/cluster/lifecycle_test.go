@@ -91,16 +91,7 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	for {
-		pids, err := cluster.PodProcesses(dir, "default", "sleeper")
-		if err == nil && len(pids) > 0 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("pod sleeper never ran: %v", err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitSleeper(ctx, t, dir)
 	if !strings.Contains(output(t, "ip", "-o", "link", "show", "master", cluster.Bridge), "master "+cluster.Bridge) {
 		t.Fatal("the running pod has no veth on the bridge")
 	}
@@ -141,6 +132,40 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	if got.Data["k"] != "v" {
 		t.Errorf("ConfigMap after up again: %v", got.Data)
 	}
+
+	// A restart of the control plane alone (what harness.RestartControlPlane does)
+	// keeps the objects and the running pod.
+	pidsBefore := waitSleeper(ctx, t, dir) // the kubelet restarts it after the down
+	etcdBefore := running(t, dir)["etcd"]
+	if err := cluster.StopControlPlane(dir); err != nil {
+		t.Fatal(err)
+	}
+	up()
+	if after := running(t, dir)["etcd"]; after == 0 || after == etcdBefore {
+		t.Errorf("etcd pid %d before the restart, %d after", etcdBefore, after)
+	}
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil {
+		t.Errorf("after the control-plane restart: %v", err)
+	}
+	pidsAfter, err := cluster.PodProcesses(dir, "default", "sleeper")
+	if err != nil || len(pidsAfter) != 1 || pidsAfter[0] != pidsBefore[0] {
+		t.Errorf("sleeper's process %v before the restart, %v after (%v)", pidsBefore, pidsAfter, err)
+	}
+}
+
+func running(t *testing.T, dir string) map[string]int {
+	t.Helper()
+	st, err := cluster.Status(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, c := range st {
+		if c.Running {
+			out[c.Name] = c.PID
+		}
+	}
+	return out
 }
 
 func grepLines(s, sub string) string {
@@ -151,4 +176,19 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return b.String()
+}
+
+// waitSleeper waits until the sleeper pod's container runs and returns its pids.
+func waitSleeper(ctx context.Context, t *testing.T, dir string) []int {
+	t.Helper()
+	for {
+		pids, err := cluster.PodProcesses(dir, "default", "sleeper")
+		if err == nil && len(pids) > 0 {
+			return pids
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pod sleeper does not run: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

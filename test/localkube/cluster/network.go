@@ -96,44 +96,34 @@ func ensureBridge(ctx context.Context) error {
 	return err
 }
 
-// rules is the whole of localkube's own nftables state, applied atomically. The
-// "table ...; delete table ..." pair makes it idempotent: a re-run replaces the
-// tables instead of appending duplicate rules.
+// rules is localkube's own nftables state, applied atomically and idempotently:
+// "add" of an existing table or chain is a no-op and the base chains are flushed
+// and refilled, so a second `up` neither duplicates rules nor drops the partition
+// chains' rules of tests running against the cluster.
 func rules() string {
-	return fmt.Sprintf(`table inet %[1]s
-delete table inet %[1]s
-table inet %[1]s {
-	chain input {
-		type filter hook input priority filter; policy accept;
-		# Pods reach the host only at the bridge addresses (API server, CoreDNS, kubelets).
-		iifname "%[3]s" ip daddr != %[4]s drop
-		iifname "%[3]s" meta nfproto ipv6 drop
-		# The bridge addresses and the API server answer only on lo and the bridge.
-		iifname != { "lo", "%[3]s" } ip daddr %[4]s drop
-		iifname != { "lo", "%[3]s" } tcp dport %[5]d drop
-	}
-	# Filled by the test harness (Partition) and emptied by Heal.
-	chain partition {
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		jump partition
-		# Routed pod traffic stays inside the pod network; nothing leaves the machine.
-		ip saddr %[4]s ip daddr %[4]s accept
-		iifname "%[3]s" drop
-		oifname "%[3]s" drop
-	}
-}
-table bridge %[2]s
-delete table bridge %[2]s
-table bridge %[2]s {
-	chain partition {
-	}
-	chain forward {
-		type filter hook forward priority filter; policy accept;
-		jump partition
-	}
-}
+	return fmt.Sprintf(`add table inet %[1]s
+add chain inet %[1]s input { type filter hook input priority filter; policy accept; }
+flush chain inet %[1]s input
+# Pods reach the host only at the bridge addresses (API server, CoreDNS, kubelets).
+add rule inet %[1]s input iifname "%[3]s" ip daddr != %[4]s drop
+add rule inet %[1]s input iifname "%[3]s" meta nfproto ipv6 drop
+# The bridge addresses and the API server answer only on lo and the bridge.
+add rule inet %[1]s input iifname != { "lo", "%[3]s" } ip daddr %[4]s drop
+add rule inet %[1]s input iifname != { "lo", "%[3]s" } tcp dport %[5]d drop
+# Filled by the test harness (Partition) and emptied by Heal.
+add chain inet %[1]s partition
+add chain inet %[1]s forward { type filter hook forward priority filter; policy accept; }
+flush chain inet %[1]s forward
+add rule inet %[1]s forward jump partition
+# Routed pod traffic stays inside the pod network; nothing leaves the machine.
+add rule inet %[1]s forward ip saddr %[4]s ip daddr %[4]s accept
+add rule inet %[1]s forward iifname "%[3]s" drop
+add rule inet %[1]s forward oifname "%[3]s" drop
+add table bridge %[2]s
+add chain bridge %[2]s partition
+add chain bridge %[2]s forward { type filter hook forward priority filter; policy accept; }
+flush chain bridge %[2]s forward
+add rule bridge %[2]s forward jump partition
 `, filterTable, bridgeTable, Bridge, PodNetwork, APIServerPort)
 }
 

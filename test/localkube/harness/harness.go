@@ -287,7 +287,9 @@ func waitAPI(cs kubernetes.Interface) error {
 
 // RestartControlPlane stops etcd, the API server, the controller manager and the
 // scheduler and starts them again with their data; pods and kubelets keep running.
-// It returns when the cluster is ready again.
+// It returns when the cluster is ready again. Every test binary that shares the
+// cluster sees the outage: a test that calls it should run alone (`go test -run`,
+// or against a cluster of its own through LOCALKUBE_DIR).
 func (e *Env) RestartControlPlane(tb testing.TB) {
 	tb.Helper()
 	if err := cluster.StopControlPlane(e.Dir); err != nil {

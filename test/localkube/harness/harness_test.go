@@ -150,35 +150,3 @@ func TestUpAgainLeavesRunningPartsAlone(t *testing.T) {
 		}
 	}
 }
-
-func TestRestartControlPlaneKeepsObjects(t *testing.T) {
-	env := harness.Cluster(t)
-	ctx := ctxFor(t)
-	_, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "survivor"},
-		Data:       map[string]string{"k": "v"},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	before := pids(t, env.Dir)
-
-	env.RestartControlPlane(t)
-
-	after := pids(t, env.Dir)
-	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"} {
-		if after[c] == 0 || after[c] == before[c] {
-			t.Errorf("%s: pid %d before, %d after: not restarted", c, before[c], after[c])
-		}
-	}
-	if after["coredns"] != before["coredns"] {
-		t.Errorf("coredns restarted (pid %d -> %d); only the control plane should", before["coredns"], after["coredns"])
-	}
-	cm, err := env.Client.CoreV1().ConfigMaps(env.Namespace).Get(ctx, "survivor", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cm.Data["k"] != "v" {
-		t.Errorf("ConfigMap data after restart: %v", cm.Data)
-	}
-}
