@@ -214,3 +214,35 @@ func TestVolumeSurvivesPodAndProcessesEnd(t *testing.T) {
 		t.Fatalf("the next pod read %q, want %q", got, "kept\n")
 	}
 }
+
+// postStart runs before the container counts as started; preStop runs before the
+// container is stopped on deletion.
+func TestLifecycleHooks(t *testing.T) {
+	e := cluster(t)
+	hostDir := filepath.Join(e.root, "hooks")
+	pod := shellPod("hooks", "while [ ! -e /tmp/started ]; do sleep 0.1; done; cat /tmp/started; sleep 3600")
+	pod.Spec.Volumes = []corev1.Volume{{Name: "out", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+		Path: hostDir, Type: ptr.To(corev1.HostPathDirectoryOrCreate)}}}}
+	c := &pod.Spec.Containers[0]
+	c.VolumeMounts = []corev1.VolumeMount{{Name: "out", MountPath: "/out"}}
+	c.Lifecycle = &corev1.Lifecycle{
+		PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo post-start > /tmp/started"}}},
+		PreStop:   &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/sh", "-c", "echo pre-stop > /out/stopped"}}},
+	}
+	p := e.create(t, pod)
+	e.waitPod(t, p.Name, 60*time.Second, "Running", isRunningReady)
+	var got string
+	for i := 0; i < 50; i++ {
+		if got = e.logs(t, p.Name, "main", false); got != "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got != "post-start\n" {
+		t.Fatalf("the container saw %q from its postStart hook", got)
+	}
+	e.deleteAndWait(t, testNS, p.Name)
+	if b, err := os.ReadFile(filepath.Join(hostDir, "stopped")); err != nil || string(b) != "pre-stop\n" {
+		t.Fatalf("preStop hook left %q (%v)", b, err)
+	}
+}

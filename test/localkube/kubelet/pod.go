@@ -541,6 +541,13 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 	}
 	go func() { <-p.done; w.wake() }()
 	w.k.events.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		// Like a kubelet, the pod worker waits for postStart; a failure kills the
+		// container and the restart policy decides.
+		if !w.runHook(pod, c, p, c.Lifecycle.PostStart, gracePeriod(pod), "PostStart") {
+			stopProcess(p, gracePeriod(pod))
+		}
+	}
 	w.log.Info().Str("container", name).Int("pid", p.pid).Int32("restartCount", x.obs.RestartCount).Msg("container started")
 }
 
@@ -654,11 +661,63 @@ func (w *podWorker) terminate(grace time.Duration) {
 		}
 		if c.proc != nil {
 			wg.Add(1)
-			go func(p *proc) { defer wg.Done(); stopProcess(p, grace) }(c.proc)
+			spec := containerSpec(pod, name)
+			go func(p *proc) {
+				defer wg.Done()
+				start := time.Now()
+				if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
+					w.runHook(pod, spec, p, spec.Lifecycle.PreStop, grace, "PreStop")
+				}
+				left := grace - time.Since(start)
+				if left < 0 {
+					left = 0
+				}
+				stopProcess(p, left)
+			}(c.proc)
 		}
 	}
 	wg.Wait()
 	w.collectExits()
+}
+
+// containerSpec finds a container of the pod by name.
+func containerSpec(pod *corev1.Pod, name string) *corev1.Container {
+	if pod == nil {
+		return nil
+	}
+	for _, c := range allContainers(pod) {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// runHook runs a postStart or preStop handler against a running container within
+// timeout, reporting a failure as an Event as a kubelet does.
+func (w *podWorker) runHook(pod *corev1.Pod, c *corev1.Container, p *proc, h *corev1.LifecycleHandler, timeout time.Duration, kind string) bool {
+	if timeout <= 0 {
+		timeout = time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	ok := true
+	switch {
+	case h.Sleep != nil:
+		select {
+		case <-ctx.Done():
+		case <-p.done:
+		case <-time.After(time.Duration(h.Sleep.Seconds) * time.Second):
+		}
+	default:
+		t := &probeTarget{pod: pod, c: c, pid: p.pid, ip: w.ip, dir: w.containerDir(c.Name)}
+		ok = t.check(ctx, &corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}, timeout)
+	}
+	if !ok {
+		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed"+kind+"Hook", "%s hook of container %s failed", kind, c.Name)
+		w.log.Warn().Str("container", c.Name).Str("hook", kind).Msg("lifecycle hook failed")
+	}
+	return ok
 }
 
 // teardown removes the pod's network: veth, namespace pin and address lease.
