@@ -114,8 +114,11 @@ func containerInit(specPath string) error {
 		}
 	}
 	if s.ReadOnlyRoot {
-		if err := unix.Mount("", s.Root, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
-			return fmt.Errorf("read-only root: %w", err)
+		// /tmp is part of the root filesystem in a real container: read-only too.
+		for _, m := range []string{s.Root, in("/tmp")} {
+			if err := unix.Mount("", m, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+				return fmt.Errorf("read-only root: %w", err)
+			}
 		}
 	}
 	for fd, p := range map[int]string{1: s.Stdout, 2: s.Stderr} {

@@ -126,6 +126,22 @@ func TestSecurityContext(t *testing.T) {
 		t.Fatalf("ids %q, want %q", got, want)
 	}
 
+	ro := shellPod("readonly", "touch /etc/x 2>/dev/null && echo etc-writable; touch /tmp/x 2>/dev/null && echo tmp-writable; touch /data/x && echo volume-writable; sleep 3600")
+	ro.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	ro.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+	ro.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{ReadOnlyRootFilesystem: ptr.To(true)}
+	rp := e.create(t, ro)
+	e.waitPod(t, rp.Name, 60*time.Second, "Running", isRunningReady)
+	for i := 0; i < 50; i++ {
+		if got = e.logs(t, rp.Name, "main", false); got != "" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got != "volume-writable\n" {
+		t.Fatalf("readOnlyRootFilesystem: %q, want only the volume writable", got)
+	}
+
 	root := shellPod("nonroot", "sleep 3600")
 	root.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{RunAsNonRoot: ptr.To(true)}
 	r := e.create(t, root)
