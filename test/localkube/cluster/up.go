@@ -85,6 +85,16 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 	}
 	log.Info().Str("step", "certificates").Msg("certificates and kubeconfigs ready")
 
+	// A cluster without etcd data is new, and preflight found no other cluster
+	// running: a bridge or tables on the host are leftovers of a cluster that was
+	// never stopped (a killed session). Their veths would still hold pod addresses
+	// the new Nodes will hand out again, so start from a clean network.
+	if !fileExists(filepath.Join(l.etcdData(), "member")) && (linkExists(Bridge) || tableExists(ctx, "inet "+filterTable)) {
+		log.Warn().Str("bridge", Bridge).Msg("removing the network left by a cluster that was not stopped")
+		if err := removeNetwork(ctx); err != nil {
+			return err
+		}
+	}
 	if err := ensureBridge(ctx); err != nil {
 		return fmt.Errorf("bridge: %w", err)
 	}
