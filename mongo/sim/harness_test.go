@@ -207,7 +207,7 @@ func connect(t *testing.T, uri string) *mongo.Client {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		_ = c.Disconnect(ctx)
 	})
@@ -256,8 +256,23 @@ func rsConfig(ms []*member, settings bson.D) bson.D {
 	return cfg
 }
 
+// shortClient is a client for one poll; the caller disconnects it.
+func (m *member) shortClient(creds ...string) *mongo.Client {
+	uri := fmt.Sprintf("mongodb://%s/?directConnection=true&serverSelectionTimeoutMS=2000", m.host)
+	if len(creds) > 0 {
+		uri = fmt.Sprintf("mongodb://%s%s/?directConnection=true&serverSelectionTimeoutMS=2000&%s", creds[0], m.host, strings.Join(creds[1:], "&"))
+	}
+	c, _ := mongo.Connect(options.Client().ApplyURI(uri))
+	return c
+}
+
 func state(t *testing.T, m *member, creds ...string) int {
-	c := m.client(t, creds...)
+	c := m.shortClient(creds...)
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = c.Disconnect(ctx)
+	}()
 	r, err := run(c, bson.D{{Key: "replSetGetStatus", Value: 1}})
 	if err != nil {
 		return -1
