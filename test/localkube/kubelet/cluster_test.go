@@ -47,6 +47,7 @@ type sharedEnv struct {
 	bridge  bool
 	err     error
 	logFile *os.File
+	lock    *os.File // held while this binary owns the test bridge
 }
 
 var (
@@ -80,7 +81,26 @@ func stopShared() {
 	}
 }
 
+// machineLock serialises test binaries of this package on one machine: they share
+// the bridge name and the pod range, so a second run waits for the first.
+func machineLock() (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "localkube-kubelet-test.lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
 func (e *sharedEnv) start() error {
+	lock, err := machineLock()
+	if err != nil {
+		return err
+	}
+	e.lock = lock
 	bin := os.Getenv("LOCALKUBE_BIN")
 	root, err := os.MkdirTemp("", "lk-kubelet-test-")
 	if err != nil {
@@ -286,5 +306,8 @@ func (e *sharedEnv) stop() {
 	}
 	if os.Getenv("LOCALKUBE_KEEP_TEST_DIR") == "" && e.root != "" {
 		_ = os.RemoveAll(e.root)
+	}
+	if e.lock != nil {
+		_ = e.lock.Close() // releases the flock
 	}
 }
