@@ -150,7 +150,7 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 		}
 	}
 	if n.cfg.ReplSet != "" && cmd.class != classAlways && db != "local" {
-		if e := n.checkCanRun(cmd.class, req); e != nil {
+		if e := n.checkCanRun(cmd.class, req, !c.helloOk); e != nil {
 			return fail(e)
 		}
 	}
@@ -191,14 +191,18 @@ func shortVal(v bson.RawValue) string {
 	return s
 }
 
-// checkCanRun applies mongod's commandCanRunHere rules (spec §7).
-func (n *Node) checkCanRun(class cmdClass, req *Request) *CmdError {
+// checkCanRun applies mongod's commandCanRunHere rules (spec §7); legacy
+// connections (no helloOk in their handshake) get the old wording.
+func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state == StatePrimary && n.writable {
 		return nil
 	}
 	if class == classWrite {
+		if legacy {
+			return cerr(10107, "not master")
+		}
 		return cerr(10107, "not primary")
 	}
 	if n.state == StatePrimary {
@@ -213,9 +217,15 @@ func (n *Node) checkCanRun(class cmdClass, req *Request) *CmdError {
 		}
 	}
 	if !secOK {
+		if legacy {
+			return cerr(13435, "not master and slaveOk=false")
+		}
 		return cerr(13435, "not primary and secondaryOk=false")
 	}
 	if n.state != StateSecondary {
+		if legacy {
+			return cerr(13436, "node is recovering")
+		}
 		return cerr(13436, "not primary or secondary; cannot currently read from this replSet member")
 	}
 	return nil
