@@ -265,6 +265,13 @@ func (e *sharedEnv) prepareNamespace(ctx context.Context, ns string, ca []byte) 
 			return err
 		},
 		func() error {
+			// Exists before the kubelet starts, so its service link variables are
+			// certain to be known when a test's pod starts.
+			_, err := e.cs.CoreV1().Services(ns).Create(cctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "db-svc"},
+				Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "mongo", Port: 27017}}}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
 			_, err := e.cs.CoreV1().ConfigMaps(ns).Create(cctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-root-ca.crt"},
 				Data: map[string]string{"ca.crt": string(ca)}}, metav1.CreateOptions{})
 			return err

@@ -28,7 +28,7 @@ func TestPodConfiguration(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	script := `echo "$GREETING|$PASSWORD|$MODE|$POD_NAME|$POD_IP|$NODE|$ESCAPED|$MISSING"
+	script := `echo "$GREETING|$PASSWORD|$MODE|$POD_NAME|$POD_IP|$NODE|$ESCAPED|$MISSING|$DB_SVC_SERVICE_PORT_MONGO"
 stat -c %a /etc/creds/password; cat /etc/creds/password; echo
 cat /etc/settings/renamed
 cat /etc/podinfo/labels; echo
@@ -79,7 +79,7 @@ sleep 3600`
 		time.Sleep(100 * time.Millisecond)
 	}
 	want := strings.Join([]string{
-		"hi config|s3cret|fast|config|" + p.Status.PodIP + "|" + testNode + "|$(POD_NAME)|$(NOPE)",
+		"hi config|s3cret|fast|config|" + p.Status.PodIP + "|" + testNode + "|$(POD_NAME)|$(NOPE)|27017",
 		"400", "s3cret", "a=1", `app="db"`, "token", "2", testNS,
 		p.Status.PodIP + "\tdb-0.db.kt.svc.cluster.local\tdb-0", "db-0", "",
 	}, "\n")

@@ -330,3 +330,45 @@ func commandLine(c *corev1.Container, img *Image, env []envVar) []string {
 	}
 	return out
 }
+
+// serviceLinkEnv is the Docker-link style variables a kubelet gives a pod for each
+// Service of its namespace (enableServiceLinks): NAME_SERVICE_HOST, NAME_SERVICE_PORT,
+// NAME_SERVICE_PORT_PORTNAME, NAME_PORT and NAME_PORT_P_PROTO{,_PROTO,_PORT,_ADDR}.
+// Headless Services and those without ports get none.
+func serviceLinkEnv(services []*corev1.Service) []envVar {
+	sorted := slices.Clone(services)
+	slices.SortFunc(sorted, func(a, b *corev1.Service) int { return strings.Compare(a.Name, b.Name) })
+	var out []envVar
+	for _, s := range sorted {
+		ip := s.Spec.ClusterIP
+		if ip == "" || ip == corev1.ClusterIPNone || len(s.Spec.Ports) == 0 {
+			continue
+		}
+		name := strings.ToUpper(strings.ReplaceAll(s.Name, "-", "_"))
+		first := s.Spec.Ports[0]
+		out = append(out, envVar{name + "_SERVICE_HOST", ip}, envVar{name + "_SERVICE_PORT", strconv.Itoa(int(first.Port))})
+		for _, p := range s.Spec.Ports {
+			if p.Name != "" {
+				out = append(out, envVar{name + "_SERVICE_PORT_" + strings.ToUpper(strings.ReplaceAll(p.Name, "-", "_")), strconv.Itoa(int(p.Port))})
+			}
+		}
+		url := func(p corev1.ServicePort) string {
+			proto := strings.ToLower(string(p.Protocol))
+			if proto == "" {
+				proto = "tcp"
+			}
+			return fmt.Sprintf("%s://%s:%d", proto, ip, p.Port)
+		}
+		out = append(out, envVar{name + "_PORT", url(first)})
+		for _, p := range s.Spec.Ports {
+			proto := strings.ToUpper(string(p.Protocol))
+			if proto == "" {
+				proto = "TCP"
+			}
+			prefix := fmt.Sprintf("%s_PORT_%d_%s", name, p.Port, proto)
+			out = append(out, envVar{prefix, url(p)}, envVar{prefix + "_PROTO", strings.ToLower(proto)},
+				envVar{prefix + "_PORT", strconv.Itoa(int(p.Port))}, envVar{prefix + "_ADDR", ip})
+		}
+	}
+	return out
+}

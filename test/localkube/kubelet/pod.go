@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
@@ -572,8 +573,19 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 	view := pod.DeepCopy()
 	view.Status.PodIP = w.ip
 	// The API server's variables are set whatever enableServiceLinks says, as a
-	// kubelet does; other services' variables are not (see the design doc).
-	svc := serviceEnv(w.k.cfg.APIServerHost, w.k.cfg.APIServerPort)
+	// kubelet does; those of the namespace's Services only with service links on.
+	var svc []envVar
+	if (pod.Spec.EnableServiceLinks == nil || *pod.Spec.EnableServiceLinks) && w.k.services != nil {
+		list, _ := w.k.services.Services(pod.Namespace).List(labels.Everything())
+		var others []*corev1.Service
+		for _, s := range list {
+			if !(s.Namespace == metav1.NamespaceDefault && s.Name == "kubernetes") {
+				others = append(others, s)
+			}
+		}
+		svc = serviceLinkEnv(others)
+	}
+	svc = append(svc, serviceEnv(w.k.cfg.APIServerHost, w.k.cfg.APIServerPort)...)
 	env, err := containerEnv(view, c, imgEnv, svc, w.k.api, w.k.cfg.NodeName, w.k.cfg.NodeIP)
 	if err != nil {
 		return launch{}, err

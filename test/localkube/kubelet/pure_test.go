@@ -539,3 +539,23 @@ func TestKeyFilesAndModes(t *testing.T) {
 		t.Fatalf("mode %v %v", st.Mode(), err)
 	}
 }
+
+func TestServiceLinkEnv(t *testing.T) {
+	svcs := []*corev1.Service{
+		{ObjectMeta: metav1.ObjectMeta{Name: "web-db"}, Spec: corev1.ServiceSpec{ClusterIP: "10.96.0.7",
+			Ports: []corev1.ServicePort{{Name: "mongo-port", Port: 27017, Protocol: corev1.ProtocolTCP}, {Port: 9216}}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "headless"}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+			Ports: []corev1.ServicePort{{Port: 1}}}},
+	}
+	want := []envVar{
+		{"WEB_DB_SERVICE_HOST", "10.96.0.7"}, {"WEB_DB_SERVICE_PORT", "27017"}, {"WEB_DB_SERVICE_PORT_MONGO_PORT", "27017"},
+		{"WEB_DB_PORT", "tcp://10.96.0.7:27017"},
+		{"WEB_DB_PORT_27017_TCP", "tcp://10.96.0.7:27017"}, {"WEB_DB_PORT_27017_TCP_PROTO", "tcp"},
+		{"WEB_DB_PORT_27017_TCP_PORT", "27017"}, {"WEB_DB_PORT_27017_TCP_ADDR", "10.96.0.7"},
+		{"WEB_DB_PORT_9216_TCP", "tcp://10.96.0.7:9216"}, {"WEB_DB_PORT_9216_TCP_PROTO", "tcp"},
+		{"WEB_DB_PORT_9216_TCP_PORT", "9216"}, {"WEB_DB_PORT_9216_TCP_ADDR", "10.96.0.7"},
+	}
+	if got := serviceLinkEnv(svcs); !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v\nwant %v", got, want)
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corev1listers "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
@@ -42,6 +43,9 @@ type Kubelet struct {
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	wg      sync.WaitGroup
+
+	// services lists Services for pods' service link variables (nil until synced).
+	services corev1listers.ServiceLister
 
 	// events records what happens to pods as a kubelet does (Created, Started,
 	// Killing, BackOff, Unhealthy, Failed), for `kubectl describe` and the operator.
@@ -171,9 +175,22 @@ func (k *Kubelet) run(ctx context.Context) error {
 			k.podChanged(ctx, obj, true)
 		},
 	})
-	factory.Start(ctx.Done())
+	svcFactory := informers.NewSharedInformerFactory(k.cs, 0)
+	svcInf := svcFactory.Core().V1().Services()
+	svcSynced := svcInf.Informer().HasSynced
+	svcFactory.Start(ctx.Done())
+	defer svcFactory.Shutdown()
 	syncCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	ok := cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
+	ok := cache.WaitForCacheSync(syncCtx.Done(), svcSynced)
+	cancel()
+	if !ok {
+		return errors.New("service informer did not sync")
+	}
+	k.services = svcInf.Lister()
+
+	factory.Start(ctx.Done())
+	syncCtx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	ok = cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
 	cancel()
 	if !ok {
 		return errors.New("pod informer did not sync")
