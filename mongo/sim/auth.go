@@ -567,7 +567,7 @@ func (c *conn) cmdUpdateUser(req *Request) (bson.D, error) {
 	if _, err := c.n.writeOplog([]opSpec{{op: "u", ns: "admin.system.users", o: raw, o2: mustRaw(bson.D{{Key: "_id", Value: db + "." + user}})}}, false); err != nil {
 		return nil, cerr(10107, "not primary")
 	}
-	return bson.D{}, nil
+	return c.finishWrite(req, bson.D{}), nil
 }
 
 func (c *conn) cmdGrantRoles(req *Request) (bson.D, error) {
@@ -591,7 +591,7 @@ func (c *conn) cmdGrantRoles(req *Request) (bson.D, error) {
 	if _, err := c.n.writeOplog([]opSpec{{op: "u", ns: "admin.system.users", o: mustRaw(d), o2: mustRaw(bson.D{{Key: "_id", Value: db + "." + user}})}}, false); err != nil {
 		return nil, cerr(10107, "not primary")
 	}
-	return bson.D{}, nil
+	return c.finishWrite(req, bson.D{}), nil
 }
 
 func (c *conn) cmdDropUser(req *Request) (bson.D, error) {
@@ -603,7 +603,7 @@ func (c *conn) cmdDropUser(req *Request) (bson.D, error) {
 	if _, err := c.n.writeOplog([]opSpec{{op: "d", ns: "admin.system.users", o: mustRaw(bson.D{{Key: "_id", Value: db + "." + user}})}}, false); err != nil {
 		return nil, cerr(10107, "not primary")
 	}
-	return bson.D{}, nil
+	return c.finishWrite(req, bson.D{}), nil
 }
 
 func (c *conn) cmdUsersInfo(req *Request) (bson.D, error) {
@@ -705,7 +705,7 @@ func (c *conn) cmdCreateRole(req *Request) (bson.D, error) {
 	if _, err := c.n.writeOplog([]opSpec{{op: "i", ns: "admin.system.roles", o: mustRaw(doc)}}, false); err != nil {
 		return nil, cerr(10107, "not primary")
 	}
-	return bson.D{}, nil
+	return c.finishWrite(req, bson.D{}), nil
 }
 
 func (c *conn) cmdDropRole(req *Request) (bson.D, error) {
@@ -720,7 +720,7 @@ func (c *conn) cmdDropRole(req *Request) (bson.D, error) {
 	if _, err := c.n.writeOplog([]opSpec{{op: "d", ns: "admin.system.roles", o: mustRaw(bson.D{{Key: "_id", Value: db + "." + role}})}}, false); err != nil {
 		return nil, cerr(10107, "not primary")
 	}
-	return bson.D{}, nil
+	return c.finishWrite(req, bson.D{}), nil
 }
 
 func (c *conn) cmdRolesInfo(req *Request) (bson.D, error) {
