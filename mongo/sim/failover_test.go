@@ -405,3 +405,45 @@ func TestFrozenPrimaryStepsDownWhenItResumes(t *testing.T) {
 		t.Fatalf("primary after resume: %d", p2)
 	}
 }
+
+// With both secondaries frozen, a w:majority write times out with
+// writeConcernError 64, a majority read does not see it, a local read does.
+func TestWriteConcernTimeoutAndMajorityReads(t *testing.T) {
+	settings := bson.D{{Key: "electionTimeoutMillis", Value: 3000}, {Key: "heartbeatIntervalMillis", Value: 200}}
+	ms, p := initiated(t, 3, settings)
+	pc := ms[p].client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := pc.Database("test").Collection("c", options.Collection().SetWriteConcern(&writeconcern.WriteConcern{W: 5})).
+		InsertOne(ctx, bson.D{{Key: "_id", Value: 1}})
+	if !hasCode(err, 100) {
+		t.Fatalf("w:5 on 3 members: want writeConcernError 100, got %v", err)
+	}
+	for i, m := range ms {
+		if i != p {
+			if err := m.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if m.cmd != nil {
+					_ = m.cmd.Process.Signal(syscall.SIGCONT)
+				}
+			})
+		}
+	}
+	db := pc.Database("test")
+	// The v2 driver has no wtimeout option; send it as mongosh would.
+	err = db.RunCommand(ctx, bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 2}}}},
+		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: 300}}}}).Err()
+	if !hasCode(err, 64) {
+		t.Fatalf("want writeConcernError 64, got %v", err)
+	}
+	local, err := db.Collection("c").CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}})
+	if err != nil || local != 1 {
+		t.Fatalf("local read: %d %v", local, err)
+	}
+	maj, err := db.Collection("c", options.Collection().SetReadConcern(readconcern.Majority())).CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}})
+	if err != nil || maj != 0 {
+		t.Fatalf("majority read saw an uncommitted write: %d %v", maj, err)
+	}
+}
