@@ -400,10 +400,12 @@ func (n *Node) rollback(pc *peerConn) {
 		keep, _ = n.oplogIndexAfterLocked(common)
 	}
 	dropped := len(n.oplog) - keep
-	if err := n.store.TruncateOplogAfter(common.TS); err != nil || common.IsZero() {
-		if common.IsZero() {
-			_ = n.store.TruncateOplogAfter(bson.Timestamp{})
-		}
+	// A zero common point (no shared history) truncates everything.
+	if err := n.store.TruncateOplogAfter(common.TS); err != nil {
+		n.logS("E", "ROLLBACK", 21003, "cannot truncate the oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+		n.state = StateRecovering
+		n.bumpTopologyLocked()
+		return
 	}
 	n.oplog = n.oplog[:keep]
 	n.data, n.committed, n.commitIdx = NewData(), NewData(), 0
