@@ -367,9 +367,15 @@ func (w *podWorker) setupSandbox(ctx context.Context, pod *corev1.Pod) error {
 		}
 	}
 	w.ip = meta.IP
-	host, _ := podHostname(pod, w.k.cfg.ClusterDomain)
+	host := containerHostname(pod, w.k.cfg.ClusterDomain)
+	hosts := renderHosts(pod, meta.IP, w.k.cfg.ClusterDomain)
+	if pod.Spec.HostNetwork {
+		// A pod on the node's network sees the node's hosts file, as with a kubelet.
+		b, _ := os.ReadFile("/etc/hosts")
+		hosts = string(b)
+	}
 	files := map[string]string{
-		"etc-hosts":   renderHosts(pod, meta.IP, w.k.cfg.ClusterDomain),
+		"etc-hosts":   hosts,
 		"resolv.conf": renderResolvConf(pod, w.k.cfg.ClusterDNS, w.k.cfg.ClusterDomain, hostResolvConf()),
 		"hostname":    host + "\n",
 	}
@@ -568,8 +574,7 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 	if len(imgEnv) == 0 || !hasEnv(imgEnv, "PATH") {
 		imgEnv = append([]envVar{{"PATH", defaultPath}}, imgEnv...)
 	}
-	host, _ := podHostname(pod, w.k.cfg.ClusterDomain)
-	imgEnv = append(imgEnv, envVar{"HOSTNAME", host})
+	imgEnv = append(imgEnv, envVar{"HOSTNAME", containerHostname(pod, w.k.cfg.ClusterDomain)})
 	view := pod.DeepCopy()
 	view.Status.PodIP = w.ip
 	// The API server's variables are set whatever enableServiceLinks says, as a
@@ -633,7 +638,7 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 		Executor: w.k.self,
 		Spec: initSpec{
 			Root: filepath.Join(dir, "root"), Scratch: filepath.Join(dir, "scratch"),
-			Hide: []string{w.k.cfg.Dir}, Mounts: mounts, Hostname: host,
+			Hide: []string{w.k.cfg.Dir}, Mounts: mounts, Hostname: containerHostname(pod, w.k.cfg.ClusterDomain),
 			ReadOnlyRoot: id.ReadOnlyRoot, Argv: commandLine(c, img, env), Env: envList,
 			WorkingDir: wd, UID: id.UID, GID: id.GID, Groups: id.Groups,
 			Stdout: filepath.Join(dir, "stdout"), Stderr: filepath.Join(dir, "stderr"),
@@ -848,4 +853,16 @@ func (w *podWorker) terminationMessage(name string, exitCode int32, restart int3
 		}
 	}
 	return ""
+}
+
+// containerHostname is the pod's hostname, or the node's for a pod on the node's
+// network.
+func containerHostname(pod *corev1.Pod, clusterDomain string) string {
+	if pod.Spec.HostNetwork {
+		if h, err := os.Hostname(); err == nil {
+			return h
+		}
+	}
+	host, _ := podHostname(pod, clusterDomain)
+	return host
 }

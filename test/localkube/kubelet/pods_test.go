@@ -183,3 +183,28 @@ func TestPodsHaveTheirOwnNetwork(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+// A pod on the node's network has the node's address, name and hosts file.
+func TestHostNetworkPod(t *testing.T) {
+	e := cluster(t)
+	pod := shellPod("hostnet", `hostname; echo "$HOSTNAME"; cat /etc/hosts; echo end; sleep 3600`)
+	pod.Spec.HostNetwork = true
+	p := e.create(t, pod)
+	p = e.waitPod(t, p.Name, 60*time.Second, "Running", isRunningReady)
+	if p.Status.PodIP != testGateway {
+		t.Fatalf("podIP %q, want the node IP %s", p.Status.PodIP, testGateway)
+	}
+	host, _ := os.Hostname()
+	hosts, _ := os.ReadFile("/etc/hosts")
+	want := host + "\n" + host + "\n" + string(hosts) + "end\n"
+	var got string
+	for i := 0; i < 50; i++ {
+		if got = e.logs(t, p.Name, "main", false); strings.HasSuffix(got, "end\n") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if got != want {
+		t.Fatalf("hostNetwork pod saw %q, want %q", got, want)
+	}
+}
