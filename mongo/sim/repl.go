@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +38,7 @@ func (n *Node) hbTimeout() time.Duration {
 // electionTimeout plus a random offset of up to 15 %.
 func (n *Node) resetElectionTimerLocked() {
 	et := n.electionTimeout()
-	off := time.Duration(rand.Int64N(int64(et)*15/100 + 1))
+	off := n.electionOffset(et)
 	n.electionAt = time.Now().Add(et + off)
 }
 
@@ -534,7 +535,7 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 			n.resetElectionTimerLocked()
 			return tickIdle
 		}
-		if len(n.oplog) > 0 && now.Sub(n.oplog[len(n.oplog)-1].Wall) > 10*time.Second {
+		if len(n.oplog) > 0 && now.Sub(n.oplog[len(n.oplog)-1].Wall) > n.noopInterval() {
 			return actNoop
 		}
 		for _, m := range n.rs.Members {
@@ -570,7 +571,7 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 								rank++
 							}
 						}
-						off := time.Duration(rand.Int64N(int64(et)*15/100 + 1))
+						off := n.electionOffset(et)
 						n.takeoverAt = now.Add(time.Duration(rank+1)*et + off)
 						return tickIdle
 					}
@@ -879,4 +880,26 @@ func freshFor(mine, primary OpTime) bool {
 		return true
 	}
 	return mine.T == primary.T && int64(mine.TS.T)+2 >= int64(primary.TS.T)
+}
+
+// electionOffset is the random part of the election timer: up to
+// replElectionTimeoutOffsetLimitFraction (0.15) of the election timeout.
+func (n *Node) electionOffset(et time.Duration) time.Duration {
+	frac := 0.15
+	if v, ok := n.cfg.SetParameters["replElectionTimeoutOffsetLimitFraction"]; ok {
+		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
+			frac = f
+		}
+	}
+	return time.Duration(rand.Int64N(int64(float64(et)*frac) + 1))
+}
+
+// noopInterval is periodicNoopIntervalSecs (10 s unless set).
+func (n *Node) noopInterval() time.Duration {
+	if v, ok := n.cfg.SetParameters["periodicNoopIntervalSecs"]; ok {
+		if s, err := strconv.Atoi(v); err == nil && s > 0 {
+			return time.Duration(s) * time.Second
+		}
+	}
+	return 10 * time.Second
 }
