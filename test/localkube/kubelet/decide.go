@@ -92,21 +92,45 @@ func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base 
 		wake(at)
 		return false
 	}
-	for _, c := range spec.InitContainers {
-		o := obs[c.Name]
-		if o != nil && o.Running {
+	if !appStarted(spec, obs) {
+		for i := range spec.InitContainers {
+			c := &spec.InitContainers[i]
+			o := obs[c.Name]
+			if isSidecar(c) {
+				// A sidecar lets the next init container start once it has started.
+				if o != nil && o.Running {
+					if o.Started {
+						continue
+					}
+					return p
+				}
+				startOrWait(c.Name, corev1.RestartPolicyAlways)
+				return p
+			}
+			if o != nil && o.Running {
+				return p
+			}
+			if o != nil && o.Current != nil && o.Current.ExitCode == 0 {
+				continue
+			}
+			// An init container that failed is retried unless the pod never restarts.
+			policy := spec.RestartPolicy
+			if policy == corev1.RestartPolicyAlways {
+				policy = corev1.RestartPolicyOnFailure
+			}
+			startOrWait(c.Name, policy)
 			return p
 		}
-		if o != nil && o.Current != nil && o.Current.ExitCode == 0 {
-			continue
+	}
+	// Sidecars run as long as the app containers do, restarted whatever the pod's
+	// restartPolicy, until the app containers are finished for good.
+	if !appsFinished(spec, obs) {
+		for i := range spec.InitContainers {
+			c := &spec.InitContainers[i]
+			if o := obs[c.Name]; isSidecar(c) && (o == nil || !o.Running) {
+				startOrWait(c.Name, corev1.RestartPolicyAlways)
+			}
 		}
-		// An init container that failed is retried unless the pod never restarts.
-		policy := spec.RestartPolicy
-		if policy == corev1.RestartPolicyAlways {
-			policy = corev1.RestartPolicyOnFailure
-		}
-		startOrWait(c.Name, policy)
-		return p
 	}
 	for _, c := range spec.Containers {
 		o := obs[c.Name]
@@ -118,10 +142,52 @@ func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base 
 	return p
 }
 
-// initDone reports whether every init container has succeeded.
-func initDone(spec *corev1.PodSpec, obs map[string]*observed) bool {
-	for _, c := range spec.InitContainers {
+// isSidecar says whether an init container is a sidecar: restartPolicy Always, it
+// keeps running beside the app containers.
+func isSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+}
+
+// appStarted reports whether any app container has run: the init phase is over.
+func appStarted(spec *corev1.PodSpec, obs map[string]*observed) bool {
+	for _, c := range spec.Containers {
+		if o := obs[c.Name]; o != nil && (o.Running || o.Current != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// appsFinished reports whether every app container has ended for good under the
+// pod's restartPolicy (never under Always).
+func appsFinished(spec *corev1.PodSpec, obs map[string]*observed) bool {
+	if len(spec.Containers) == 0 {
+		return false
+	}
+	for _, c := range spec.Containers {
 		o := obs[c.Name]
+		if o == nil || o.Running || o.Current == nil || wantsRestart(spec.RestartPolicy, o.Current) {
+			return false
+		}
+	}
+	return true
+}
+
+// initDone reports whether every init container has succeeded (a sidecar: has
+// started), or the app containers have run already.
+func initDone(spec *corev1.PodSpec, obs map[string]*observed) bool {
+	if appStarted(spec, obs) {
+		return true
+	}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		o := obs[c.Name]
+		if isSidecar(c) {
+			if o == nil || !o.Running || !o.Started {
+				return false
+			}
+			continue
+		}
 		if o == nil || o.Running || o.Current == nil || o.Current.ExitCode != 0 {
 			return false
 		}
@@ -134,9 +200,10 @@ func initFailed(spec *corev1.PodSpec, obs map[string]*observed) bool {
 	if spec.RestartPolicy != corev1.RestartPolicyNever {
 		return false
 	}
-	for _, c := range spec.InitContainers {
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
 		o := obs[c.Name]
-		if o != nil && !o.Running && o.Current != nil && o.Current.ExitCode != 0 {
+		if !isSidecar(c) && o != nil && !o.Running && o.Current != nil && o.Current.ExitCode != 0 {
 			return true
 		}
 	}

@@ -262,3 +262,31 @@ func TestLifecycleHooks(t *testing.T) {
 		t.Fatalf("preStop hook left %q (%v)", b, err)
 	}
 }
+
+// A sidecar (an init container with restartPolicy Always) starts before the next
+// init container, runs beside the app container, and stops when the app is done.
+func TestSidecar(t *testing.T) {
+	e := cluster(t)
+	always := corev1.ContainerRestartPolicyAlways
+	pod := shellPod("sidecar", "cat /shared/setup; sleep 1")
+	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
+	pod.Spec.Volumes = []corev1.Volume{{Name: "shared", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}
+	mount := []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+	pod.Spec.Containers[0].VolumeMounts = mount
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "side", Image: "debian:12", RestartPolicy: &always, VolumeMounts: mount,
+			Command: []string{"/bin/sh", "-c", "echo side > /shared/side; exec sleep 3600"},
+			StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", "/shared/side"}}}, PeriodSeconds: 1}},
+		{Name: "setup", Image: "debian:12", VolumeMounts: mount,
+			Command: []string{"/bin/sh", "-c", "cat /shared/side > /shared/setup"}},
+	}
+	p := e.create(t, pod)
+	p = e.waitPod(t, p.Name, 60*time.Second, "Succeeded", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodSucceeded })
+	if got := e.logs(t, p.Name, "main", false); got != "side\n" {
+		t.Fatalf("main read %q, want what the sidecar wrote before setup ran", got)
+	}
+	side := p.Status.InitContainerStatuses[0]
+	if side.Name != "side" || side.State.Terminated == nil || side.RestartCount != 0 {
+		t.Fatalf("sidecar status %+v: want terminated after the app, never restarted", side)
+	}
+}

@@ -228,10 +228,17 @@ func (w *podWorker) sync(ctx context.Context) bool {
 			continue
 		}
 		policy := pod.Spec.RestartPolicy
-		if isInit(pod, c.Name) && policy == corev1.RestartPolicyAlways {
+		plainInit := isInit(pod, c.Name) && !isSidecar(c)
+		switch {
+		case isSidecar(c):
+			policy = corev1.RestartPolicyAlways
+			if appsFinished(&pod.Spec, w.observedMap()) {
+				continue
+			}
+		case plainInit && policy == corev1.RestartPolicyAlways:
 			policy = corev1.RestartPolicyOnFailure
 		}
-		if wantsRestart(policy, x.obs.Current) && !(isInit(pod, c.Name) && x.obs.Current.ExitCode == 0) {
+		if wantsRestart(policy, x.obs.Current) && !(plainInit && x.obs.Current.ExitCode == 0) {
 			if x.obs.WaitReason != "CrashLoopBackOff" {
 				w.k.events.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
 			}
@@ -247,7 +254,7 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		}
 		x.adopted = false
 		x.obs.Ready, x.obs.Started = c.ReadinessProbe == nil, c.StartupProbe == nil
-		if !isInit(pod, c.Name) && (c.ReadinessProbe != nil || c.LivenessProbe != nil || c.StartupProbe != nil) {
+		if (!isInit(pod, c.Name) || isSidecar(c)) && (c.ReadinessProbe != nil || c.LivenessProbe != nil || c.StartupProbe != nil) {
 			x.probe = newProber(w, pod, c, x.proc)
 		}
 		go func(p *proc) { <-p.done; w.wake() }(x.proc)
@@ -256,6 +263,15 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		if x.probe != nil && x.obs.Running {
 			x.obs.Ready, x.obs.Started = x.probe.results()
 		}
+	}
+	if appsFinished(&pod.Spec, w.observedMap()) {
+		// The app containers are done for good: their sidecars stop too.
+		for _, c := range pod.Spec.InitContainers {
+			if x := w.ctrs[c.Name]; x != nil && x.proc != nil && isSidecar(&c) {
+				stopProcess(x.proc, gracePeriod(pod))
+			}
+		}
+		w.collectExits()
 	}
 	st := w.writeStatus(ctx, pod)
 	if st != nil && (st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed) && !w.anyRunning() {
@@ -543,7 +559,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 	x.obs.Ready = c.ReadinessProbe == nil
 	x.obs.Started = c.StartupProbe == nil
 	w.saveState(name)
-	if !isInit(pod, name) && (c.ReadinessProbe != nil || c.LivenessProbe != nil || c.StartupProbe != nil) {
+	if (!isInit(pod, name) || isSidecar(c)) && (c.ReadinessProbe != nil || c.LivenessProbe != nil || c.StartupProbe != nil) {
 		x.probe = newProber(w, pod, c, p)
 	}
 	go func() { <-p.done; w.wake() }()
@@ -666,9 +682,30 @@ func hasEnv(env []envVar, name string) bool {
 
 // terminate stops every container: SIGTERM to each process group, SIGKILL after grace.
 func (w *podWorker) terminate(grace time.Duration) {
-	var wg sync.WaitGroup
 	pod, _ := w.latest()
+	start := time.Now()
+	// App containers first, then their sidecars, as a kubelet stops them.
+	w.stopContainers(pod, grace, func(name string) bool { return !w.sidecar(pod, name) })
+	left := grace - time.Since(start)
+	if left < 0 {
+		left = 0
+	}
+	w.stopContainers(pod, left, func(name string) bool { return w.sidecar(pod, name) })
+	w.collectExits()
+}
+
+func (w *podWorker) sidecar(pod *corev1.Pod, name string) bool {
+	c := containerSpec(pod, name)
+	return c != nil && isInit(pod, name) && isSidecar(c)
+}
+
+// stopContainers stops the chosen containers at once, each with its preStop hook.
+func (w *podWorker) stopContainers(pod *corev1.Pod, grace time.Duration, which func(string) bool) {
+	var wg sync.WaitGroup
 	for name, c := range w.ctrs {
+		if !which(name) {
+			continue
+		}
 		if c.proc != nil && pod != nil {
 			w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", name)
 		}
@@ -694,7 +731,6 @@ func (w *podWorker) terminate(grace time.Duration) {
 		}
 	}
 	wg.Wait()
-	w.collectExits()
 }
 
 // containerSpec finds a container of the pod by name.

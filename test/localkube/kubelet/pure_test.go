@@ -559,3 +559,54 @@ func TestServiceLinkEnv(t *testing.T) {
 		t.Fatalf("got %v\nwant %v", got, want)
 	}
 }
+
+func TestDecideSidecars(t *testing.T) {
+	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	always := corev1.ContainerRestartPolicyAlways
+	spec := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+		InitContainers: []corev1.Container{{Name: "side", RestartPolicy: &always}, {Name: "setup"}},
+		Containers:     []corev1.Container{{Name: "app"}}}
+	for _, tc := range []struct {
+		name  string
+		obs   map[string]*observed
+		start []string
+		init  bool
+	}{
+		{"sidecar first", map[string]*observed{}, []string{"side"}, false},
+		{"waits for the sidecar to start", map[string]*observed{"side": {Running: true}}, nil, false},
+		{"next init once started", map[string]*observed{"side": {Running: true, Started: true}}, []string{"setup"}, false},
+		{"app after inits", map[string]*observed{"side": {Running: true, Started: true}, "setup": {Current: term(0, now)}}, []string{"app"}, true},
+		{"dead sidecar restarted beside the app despite Never", map[string]*observed{
+			"side": {Current: term(1, now.Add(-time.Minute))}, "setup": {Current: term(0, now)}, "app": {Running: true}}, []string{"side"}, true},
+		{"no restart once the app finished", map[string]*observed{
+			"side": {Current: term(1, now.Add(-time.Minute))}, "setup": {Current: term(0, now)}, "app": {Current: term(0, now)}}, nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := decide(spec, tc.obs, now, 10*time.Second)
+			if !reflect.DeepEqual(p.Start, tc.start) {
+				t.Fatalf("start %v, want %v", p.Start, tc.start)
+			}
+			if got := initDone(spec, tc.obs); got != tc.init {
+				t.Fatalf("initDone %v, want %v", got, tc.init)
+			}
+		})
+	}
+	// Status: a running sidecar's readiness counts; the pod succeeds on its app alone.
+	pod := &corev1.Pod{Spec: *spec}
+	img := func(string) (string, string) { return "", "" }
+	st := computeStatus(statusInput{Pod: pod, Now: now, Image: img, Obs: map[string]*observed{
+		"side": {Running: true, Started: true, Ready: false}, "setup": {Current: term(0, now)}, "app": {Running: true, Ready: true, Started: true}}})
+	for _, c := range st.Conditions {
+		if c.Type == corev1.ContainersReady && (c.Status != corev1.ConditionFalse || !strings.Contains(c.Message, "side")) {
+			t.Fatalf("ContainersReady %+v: an unready sidecar keeps the pod unready", c)
+		}
+		if c.Type == corev1.PodInitialized && c.Status != corev1.ConditionTrue {
+			t.Fatalf("Initialized %+v", c)
+		}
+	}
+	st = computeStatus(statusInput{Pod: pod, Now: now, Image: img, Obs: map[string]*observed{
+		"side": {Current: term(137, now)}, "setup": {Current: term(0, now)}, "app": {Current: term(0, now)}}})
+	if st.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase %s, want Succeeded when the app container succeeded", st.Phase)
+	}
+}

@@ -138,22 +138,33 @@ func computeStatus(in statusInput) corev1.PodStatus {
 	}
 	initOK := initDone(&pod.Spec, in.Obs)
 	initFail := initFailed(&pod.Spec, in.Obs)
-	var pendingInit []string
+	var pendingInit, unready []string
 	for i := range pod.Spec.InitContainers {
 		c := &pod.Spec.InitContainers[i]
 		cs := containerStatus(c, in.Obs[c.Name], in, "PodInitializing")
-		if cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0 {
+		switch {
+		case isSidecar(c):
+			// A sidecar's readiness counts towards the pod's, as an app container's.
+			if cs.State.Running == nil || cs.Started == nil || !*cs.Started {
+				pendingInit = append(pendingInit, c.Name)
+			}
+			if !cs.Ready {
+				unready = append(unready, c.Name)
+			}
+		case cs.State.Terminated != nil && cs.State.Terminated.ExitCode == 0:
 			cs.Ready = true
-		} else {
+		default:
 			pendingInit = append(pendingInit, c.Name)
 		}
 		st.InitContainerStatuses = append(st.InitContainerStatuses, cs)
+	}
+	if initOK {
+		pendingInit = nil
 	}
 	wait := "ContainerCreating"
 	if !initOK {
 		wait = "PodInitializing"
 	}
-	var unready []string
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		cs := containerStatus(c, in.Obs[c.Name], in, wait)
