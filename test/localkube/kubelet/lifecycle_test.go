@@ -275,7 +275,7 @@ func TestSidecar(t *testing.T) {
 	pod.Spec.Containers[0].VolumeMounts = mount
 	pod.Spec.InitContainers = []corev1.Container{
 		{Name: "side", Image: "debian:12", RestartPolicy: &always, VolumeMounts: mount,
-			Command: []string{"/bin/sh", "-c", "echo side > /shared/side; exec sleep 3600"},
+			Command:      []string{"/bin/sh", "-c", "echo side > /shared/side; exec sleep 3600"},
 			StartupProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"test", "-e", "/shared/side"}}}, PeriodSeconds: 1}},
 		{Name: "setup", Image: "debian:12", VolumeMounts: mount,
 			Command: []string{"/bin/sh", "-c", "cat /shared/side > /shared/setup"}},
