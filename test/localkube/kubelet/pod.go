@@ -902,3 +902,19 @@ func containerHostname(pod *corev1.Pod, clusterDomain string) string {
 	host, _ := podHostname(pod, clusterDomain)
 	return host
 }
+
+// killForRestart stops a container that failed its liveness or startup probe: its
+// preStop hook, then SIGTERM, SIGKILL after what is left of the grace period. The
+// restart policy then applies.
+func (w *podWorker) killForRestart(pod *corev1.Pod, c *corev1.Container, p *proc) {
+	grace := gracePeriod(pod)
+	start := time.Now()
+	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
+		w.runHook(pod, c, p, c.Lifecycle.PreStop, grace, "PreStop")
+	}
+	left := grace - time.Since(start)
+	if left < 0 {
+		left = 0
+	}
+	stopProcess(p, left)
+}

@@ -88,7 +88,7 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 			}, func() {
 				w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s failed startup probe, will be restarted", c.Name)
 				w.log.Info().Str("container", c.Name).Msg("startup probe failed: restarting container")
-				go stopProcess(p, gracePeriod(pod))
+				go w.killForRestart(pod, c, p)
 			})
 			if !started {
 				return
@@ -122,7 +122,7 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 					w.k.events.Eventf(pod, corev1.EventTypeWarning, "Unhealthy", "Liveness probe failed")
 					w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.Name)
 					w.log.Info().Str("container", c.Name).Msg("liveness probe failed: restarting container")
-					go stopProcess(p, gracePeriod(pod))
+					go w.killForRestart(pod, c, p)
 				})
 			}()
 		}
