@@ -23,9 +23,10 @@ import (
 // hostOperator runs bin/mgors-operator on the host against the test's
 // namespace only, with a file event store, until it exits or ctx ends.
 type hostOperator struct {
-	cmd  *exec.Cmd
-	out  *bytes.Buffer
-	done chan error
+	cmd    *exec.Cmd
+	out    *bytes.Buffer
+	exited chan struct{} // closed when the process has been waited for
+	err    error         // its exit, once exited is closed
 }
 
 func startHostOperator(t *testing.T, env *harness.Env, storeDir, crashAfter string) *hostOperator {
@@ -47,19 +48,29 @@ func startHostOperator(t *testing.T, env *harness.Env, storeDir, crashAfter stri
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	h := &hostOperator{cmd: cmd, out: out, done: make(chan error, 1)}
-	go func() { h.done <- cmd.Wait() }()
-	t.Cleanup(func() { h.stop() })
+	h := &hostOperator{cmd: cmd, out: out, exited: make(chan struct{})}
+	go func() {
+		h.err = cmd.Wait()
+		close(h.exited)
+	}()
+	t.Cleanup(h.stop)
 	return h
 }
 
+// stop ends the process gracefully (SIGTERM, then SIGKILL); calling it again,
+// or after the process died, is harmless.
 func (h *hostOperator) stop() {
+	select {
+	case <-h.exited:
+		return
+	default:
+	}
 	_ = h.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-h.done:
+	case <-h.exited:
 	case <-time.After(15 * time.Second):
 		_ = h.cmd.Process.Kill()
-		<-h.done
+		<-h.exited
 	}
 }
 
@@ -84,6 +95,7 @@ func pauseInClusterOperator(t *testing.T, env *harness.Env) {
 // clusters; invariant 1).
 func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 	env := harness.Cluster(t)
+	installCRD(t, env)
 	pauseInClusterOperator(t, env)
 	ctx := context.Background()
 	for i, crash := range []string{
@@ -108,9 +120,9 @@ func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 			})
 			first := startHostOperator(t, env, store, crash)
 			select {
-			case err := <-first.done:
+			case <-first.exited:
 				if ws, ok := first.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-					t.Fatalf("the operator did not die by SIGKILL after %s: %v\n%s", crash, err, first.out)
+					t.Fatalf("the operator did not die by SIGKILL after %s: %v\n%s", crash, first.err, first.out)
 				}
 			case <-time.After(4 * time.Minute):
 				t.Fatalf("the operator never reached %s\n%s", crash, first.out)

@@ -142,10 +142,10 @@ func condition(m *v1alpha1.Mgors, typ string) *metav1.Condition {
 	return nil
 }
 
-// The API server itself rejects every invalid input of the table, naming the
-// field and the rule.
-func TestAPIServerRejectsInvalidMgors(t *testing.T) {
-	env := harness.Cluster(t)
+// installCRD installs the Mgors CRD from the binary's embedded copy, as the
+// operator does at start.
+func installCRD(t testing.TB, env *harness.Env) {
+	t.Helper()
 	ac, err := apiextensionsclient.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -155,6 +155,13 @@ func TestAPIServerRejectsInvalidMgors(t *testing.T) {
 	if err := kube.InstallCRD(ctx, ac, time.Minute); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// The API server itself rejects every invalid input of the table, naming the
+// field and the rule.
+func TestAPIServerRejectsInvalidMgors(t *testing.T) {
+	env := harness.Cluster(t)
+	installCRD(t, env)
 	for _, c := range invalidCases(t) {
 		t.Run(c.name, func(t *testing.T) {
 			out, err := c.apply(t, env)
@@ -171,16 +178,11 @@ func TestAPIServerRejectsInvalidMgors(t *testing.T) {
 // kubectl explain and kubectl get mgo help a person.
 func TestKubectlExplainAndGet(t *testing.T) {
 	env := harness.Cluster(t)
-	ac, err := apiextensionsclient.NewForConfig(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	installCRD(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if err := kube.InstallCRD(ctx, ac, time.Minute); err != nil {
-		t.Fatal(err)
-	}
 	var out string
+	var err error
 	// The OpenAPI of a new CRD is published shortly after it is Established.
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(context.Context) (bool, error) {
 		out, err = kubectl(t, env, "", "explain", "mgors.spec.storage")
