@@ -43,8 +43,9 @@ TEST_ENV = LOCALKUBE_BIN=$(LOCALKUBE_BINS) LOCALKUBE_BIN_DIR=$(BIN) MONGOSH_DIR=
 help: ## List the targets.
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | sort
 
-build: ## Build every command into bin/.
+build: ## Build every command into bin/ (mgorsctl also as the kubectl plugin kubectl-mgors).
 	$(GO) build -o $(BIN)/ ./cmd/...
+	ln -sf mgorsctl $(BIN)/kubectl-mgors
 
 generate: ## Regenerate DeepCopy methods from the API types.
 	$(CONTROLLER_GEN) object paths=./kube/api/...

@@ -319,3 +319,71 @@ func TestOrdinalOf(t *testing.T) {
 		}
 	}
 }
+
+// healthyState folds a bootstrap so the state is Healthy for w.
+func healthyState(t *testing.T, w *world) State {
+	yes := true
+	w.obs.AdminUser = &yes
+	s := Initial()
+	for i := 0; i < 4; i++ {
+		s = run(s, Decide(s, w.in()))
+	}
+	if s.Phase != v1alpha1.PhaseHealthy {
+		t.Fatalf("not healthy: %s", s)
+	}
+	return s
+}
+
+// A template change rolls the pods one at a time: secondaries first, highest
+// ordinal first, never while a member is away, and the primary only after it
+// stepped down.
+func TestRollingRestartOneMemberAtATime(t *testing.T) {
+	w := newWorld(demo(3)).initiated()
+	s := healthyState(t, w)
+	for name, p := range w.obs.Pods {
+		p.Outdated, p.Ready = true, true
+		w.obs.Pods[name] = p
+	}
+	d := Decide(s, w.in())
+	s = run(s, d)
+	if s.Phase != v1alpha1.PhaseRecovering {
+		t.Fatalf("outdated pods did not start a rollout: %v", types(d))
+	}
+	d = Decide(s, w.in())
+	if d.Action == nil || d.Action.Kind != ActRestartMember || d.Action.Host != "demo-2" {
+		t.Fatalf("want demo-2 restarted first: %+v", d.Action)
+	}
+	s = run(s, d)
+	s = run(s, Decision{Events: Conclude(*d.Action, nil)})
+
+	// demo-2 is away (being recreated): nothing else restarts.
+	p := w.obs.Pods["demo-2"]
+	p.Ready, p.Outdated = false, false
+	w.obs.Pods["demo-2"] = p
+	mv := w.obs.Members[w.desired[2].Host]
+	mv.Answers = false
+	w.obs.Members[w.desired[2].Host] = mv
+	d = Decide(s, w.in())
+	s = run(s, d)
+	if d.Action != nil {
+		t.Fatalf("restarted a second member while one was away: %+v", d.Action)
+	}
+	// It is back as a SECONDARY: next is demo-1, then the primary steps down.
+	p.Ready = true
+	w.obs.Pods["demo-2"] = p
+	mv.Answers = true
+	w.obs.Members[w.desired[2].Host] = mv
+	d = Decide(s, w.in())
+	if d.Action == nil || d.Action.Host != "demo-1" {
+		t.Fatalf("want demo-1 next: %+v", d.Action)
+	}
+	s = run(s, d)
+	s = run(s, Decision{Events: Conclude(*d.Action, nil)})
+	p1 := w.obs.Pods["demo-1"]
+	p1.Outdated = false
+	w.obs.Pods["demo-1"] = p1
+	d = Decide(s, w.in())
+	if d.Action == nil || d.Action.Kind != ActStepDown || d.Action.Host != w.desired[0].Host {
+		t.Fatalf("want the primary to step down before its restart: %+v", d.Action)
+	}
+}

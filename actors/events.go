@@ -30,6 +30,9 @@ const (
 	ActStepDown      ActionKind = "StepDown"
 	ActScale         ActionKind = "ScaleStatefulSet"
 	ActDeleteVolumes ActionKind = "DeleteVolumes"
+	// ActRestartMember deletes one member's pod so the StatefulSet recreates
+	// it from the current template (rolling restart, one member at a time).
+	ActRestartMember ActionKind = "RestartMember"
 )
 
 // SpecObserved records a spec generation the actor started to act on.

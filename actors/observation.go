@@ -52,6 +52,9 @@ type PodView struct {
 	Phase    string `json:"phase"`
 	Ready    bool   `json:"ready"`
 	Deleting bool   `json:"deleting,omitempty"`
+	// Outdated is true when the pod runs an older template than its
+	// StatefulSet's (kube.PodOutdated): it needs a restart to take the spec.
+	Outdated bool `json:"outdated,omitempty"`
 }
 
 // MemberView is one member as its own hello (and status) reports it.

@@ -182,9 +182,15 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	for _, p := range pods.Items {
-		o.Pods[p.Name] = PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p), Deleting: p.DeletionTimestamp != nil}
+		o.Pods[p.Name] = PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
+			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts)}
 	}
 	return nil
+}
+
+// isMember is true for a data member's pod (not the arbiter's).
+func isMember(p *corev1.Pod, m *v1alpha1.Mgors) bool {
+	return p.Labels[kube.LabelComponent] == kube.ComponentMember && ordinalOf(m, p.Name+".") >= 0
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -290,6 +296,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 	case ActScale:
 		_, err := w.Applier.ScaleStatefulSet(ctx, m, m.Name, a.Replicas)
 		return err
+	case ActRestartMember:
+		return w.Applier.DeletePod(ctx, m, a.Host)
 	}
 	admin, err := w.admin(ctx, m)
 	if err != nil {

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
@@ -259,6 +261,43 @@ func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
 		if !strings.Contains(desc, want) {
 			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
 		}
+	}
+
+	// A spec change that needs new pods rolls them one at a time: never more
+	// than one member away, and the set is Healthy again at the new generation.
+	cur, err := mgorsClient(t, env).Mgorses(env.Namespace).Get(ctx, m.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m")}
+	if _, err := mgorsClient(t, env).Mgorses(env.Namespace).Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	maxAway := 0
+	rolled := waitMgors(t, env, m.Name, "Healthy after a rolling restart", 6*time.Minute, func(x *v1alpha1.Mgors) bool {
+		pods, err := env.Client.CoreV1().Pods(env.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/instance=" + m.Name})
+		if err != nil {
+			return false
+		}
+		ready, updated := 0, 0
+		for _, p := range pods.Items {
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue && p.DeletionTimestamp == nil {
+					ready++
+				}
+			}
+			if q := p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; q.Cmp(resource.MustParse("20m")) == 0 {
+				updated++
+			}
+		}
+		maxAway = max(maxAway, 3-ready)
+		return x.Status.ObservedGeneration == x.Generation && x.Status.Phase == v1alpha1.PhaseHealthy && updated == 3 && ready == 3
+	})
+	if maxAway > 1 {
+		t.Errorf("the rolling restart took %d members away at once", maxAway)
+	}
+	if rolled.Status.Primary == "" {
+		t.Errorf("no primary after the rolling restart")
 	}
 
 	// Delete: pods go, volumes stay.
