@@ -123,4 +123,3 @@ func hasUser(t *testing.T, rs *mongotest.ReplicaSet, hosts []string) bool {
 	ok, err := rs.UserExists(ctx, rs.Primary(), AdminUsername)
 	return err == nil && ok
 }
-
