@@ -36,7 +36,7 @@ include mongo/sim/sim.mk
 
 # What the end-to-end tests need: the binaries the pods run (bin/), the control
 # plane, mongosh for the mongo images, and the machine's network tools.
-TEST_ENV = LOCALKUBE_BIN=$(LOCALKUBE_BINS) LOCALKUBE_BIN_DIR=$(BIN) MONGOSH_DIR=$(MONGOSH_DIR)
+TEST_ENV = LOCALKUBE_BIN=$(LOCALKUBE_BINS) LOCALKUBE_BIN_DIR=$(BIN) MONGOSH_DIR=$(MONGOSH_DIR) LOCALKUBE_KUBELET_E2E=1
 
 .PHONY: build test run down e2e chaos bench manifests generate lint clean tools help deps
 

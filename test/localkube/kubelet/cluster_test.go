@@ -208,6 +208,8 @@ func (e *sharedEnv) start() error {
 		APIServerHost: testGateway, APIServerPort: apiPort,
 		TLSCert: write("kubelet.crt", kubeletCert), TLSKey: write("kubelet.key", kubeletKey), ClientCA: caFile,
 		CrashLoopBackOff: "1s",
+		// What the built-in images hold, as make test provides them.
+		BinDir: os.Getenv("LOCALKUBE_BIN_DIR"), MongoshDir: os.Getenv("MONGOSH_DIR"), MongodBin: os.Getenv("MONGOD_BIN"),
 	}
 	ctx := context.Background()
 	if err := e.prepareNamespace(ctx, testNS, pki.caPEM); err != nil {
