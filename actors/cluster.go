@@ -97,7 +97,6 @@ type (
 		recs   []eventlog.Record
 		events []Event
 		action *Action
-		obs    *Observation
 		err    error
 	}
 	acted struct {

@@ -260,7 +260,7 @@ func TestWriteFixture(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer logf.Close()
+	defer func() { _ = logf.Close() }()
 	world := newFakeWorld()
 	deps := testDeps(store, world)
 	deps.SnapshotEvery = 0

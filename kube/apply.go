@@ -179,7 +179,7 @@ func ensure[T object[T]](ctx context.Context, a *Applier, c typedClient[T], kind
 		next := cur.DeepCopy()
 		diff := mergeLabels(next, desired.GetLabels())
 		d, err := update(cur, next)
-		if err != nil || !(diff || d) {
+		if err != nil || !diff && !d {
 			return err
 		}
 		_, err = bounded(ctx, a, func(ctx context.Context) (T, error) {

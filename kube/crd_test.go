@@ -19,11 +19,11 @@ import (
 func establishOnWrite(c *fake.Clientset) {
 	c.PrependReactor("*", "customresourcedefinitions", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		var obj runtime.Object
-		switch a := a.(type) {
-		case k8stesting.CreateAction:
-			obj = a.GetObject()
-		case k8stesting.UpdateAction:
-			obj = a.GetObject()
+		switch a.GetVerb() { // create and update actions share one method set: tell them by verb
+		case "create":
+			obj = a.(k8stesting.CreateAction).GetObject()
+		case "update":
+			obj = a.(k8stesting.UpdateAction).GetObject()
 		default:
 			return false, nil, nil
 		}

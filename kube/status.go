@@ -112,7 +112,7 @@ func Reason(s string) string {
 	var b strings.Builder
 	upper := true
 	for _, r := range s {
-		if r > unicode.MaxASCII || !(unicode.IsLetter(r) || unicode.IsDigit(r)) {
+		if r > unicode.MaxASCII || !unicode.IsLetter(r) && !unicode.IsDigit(r) {
 			upper = true
 			continue
 		}

@@ -106,13 +106,13 @@ func (f *File) Append(ctx context.Context, s Stream, recs ...Record) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: %w", err)
 	}
-	defer fh.Close()
+	defer func() { _ = fh.Close() }()
 	// One writer at a time across processes; a size we did not leave means a
 	// second writer appended, so our view is stale.
 	if err := syscall.Flock(int(fh.Fd()), syscall.LOCK_EX); err != nil {
 		return fmt.Errorf("eventlog: locking %s: %w", path, err)
 	}
-	defer syscall.Flock(int(fh.Fd()), syscall.LOCK_UN)
+	defer func() { _ = syscall.Flock(int(fh.Fd()), syscall.LOCK_UN) }()
 	info, err := fh.Stat()
 	if err != nil {
 		return fmt.Errorf("eventlog: %w", err)
@@ -170,7 +170,7 @@ func (f *File) loadLocked(s Stream, st *fileStream, repair bool) (*Snapshot, []R
 		return nil, nil, fmt.Errorf("eventlog: %w", err)
 	default:
 		d, err = Decode(fh)
-		fh.Close()
+		_ = fh.Close()
 		if err != nil {
 			return nil, nil, fmt.Errorf("eventlog: %s: %w", path, err)
 		}
@@ -286,11 +286,11 @@ func writeAtomic(dir, name string, data []byte) error {
 	serr := tmp.Sync()
 	cerr := tmp.Close()
 	if err := errors.Join(werr, serr, cerr); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("eventlog: writing %s: %w", name, err)
 	}
 	if err := os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
-		os.Remove(tmp.Name())
+		_ = os.Remove(tmp.Name())
 		return fmt.Errorf("eventlog: %w", err)
 	}
 	return syncDir(dir)
@@ -301,7 +301,7 @@ func syncDir(dir string) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: %w", err)
 	}
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	if err := d.Sync(); err != nil {
 		return fmt.Errorf("eventlog: syncing %s: %w", dir, err)
 	}

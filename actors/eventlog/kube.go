@@ -141,7 +141,7 @@ func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 	if err != nil {
 		st.loaded = false // reload before the next append: someone else may have written
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("%w: %s: another writer changed the log: %v", ErrSequence, s, err)
+			return fmt.Errorf("%w: %s: another writer changed the log: %w", ErrSequence, s, err)
 		}
 		return fmt.Errorf("eventlog: appending to %s: %w", s, err)
 	}

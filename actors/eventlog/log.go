@@ -105,8 +105,11 @@ func parseLogLine(line []byte) (Record, bool, error) {
 	}
 	body := bytes.TrimSpace(line[i:])
 	var probe map[string]json.RawMessage
-	if json.Unmarshal(body, &probe) != nil {
+	if !json.Valid(body) {
 		return Record{}, false, nil // not JSON: another program's output
+	}
+	if err := json.Unmarshal(body, &probe); err != nil {
+		return Record{}, false, nil //nolint:nilerr // valid JSON that is not an object (e.g. an array) is not an event line either
 	}
 	if string(probe[LogMarker]) != "1" {
 		return Record{}, false, nil

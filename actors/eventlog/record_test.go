@@ -79,8 +79,12 @@ func TestFileStoreRecoversFromTornTail(t *testing.T) {
 	}
 	path := filepath.Join(dir, "db", "demo", "u-1", "log.jsonl")
 	fh, _ := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	fh.WriteString(`{"schema":1,"seq":3,"type":"C","da`)
-	fh.Close()
+	if _, err := fh.WriteString(`{"schema":1,"seq":3,"type":"C","da`); err != nil {
+		t.Fatal(err)
+	}
+	if err := fh.Close(); err != nil {
+		t.Fatal(err)
+	}
 
 	g, _ := NewFile(dir) // the restarted operator
 	_, recs, err := g.Load(ctx, st)

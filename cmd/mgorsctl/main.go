@@ -95,8 +95,8 @@ func parse(cmd string, args []string) (flags, []string, error) {
 
 func run(args []string, stdin io.Reader, out io.Writer) error {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(out, usage)
-		return nil
+		_, err := fmt.Fprint(out, usage)
+		return err
 	}
 	cmd := args[0]
 	f, pos, err := parse(cmd, args[1:])
@@ -216,13 +216,13 @@ func pick(streams []eventlog.Stream, f flags) (eventlog.Stream, error) {
 }
 
 func loadLogs(f flags, stdin io.Reader) (loaded, error) {
-	var r io.Reader = stdin
+	r := stdin
 	if f.logs != "-" {
 		fh, err := os.Open(f.logs)
 		if err != nil {
 			return loaded{}, err
 		}
-		defer fh.Close()
+		defer func() { _ = fh.Close() }()
 		r = fh
 	}
 	all, err := eventlog.ParseLogs(r)
@@ -299,14 +299,14 @@ func replay(ctx context.Context, f flags, stdin io.Reader, out io.Writer) error 
 
 // timeline prints one line per record: seq, time, event, phase before → after, detail.
 func timeline(out io.Writer, l loaded, s actors.State) error {
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "# %s\n", l.stream)
+	w := newSheet(out)
+	w.printf("# %s\n", l.stream)
 	if l.snap != nil {
-		fmt.Fprintf(w, "# from the snapshot at seq %d (%s): phase %s\n", l.snap.Seq, l.snap.Time.Format(time.RFC3339), s.Phase)
+		w.printf("# from the snapshot at seq %d (%s): phase %s\n", l.snap.Seq, l.snap.Time.Format(time.RFC3339), s.Phase)
 	}
-	fmt.Fprintln(w, "SEQ\tTIME\tEVENT\tPHASE\tDETAIL")
+	w.printf("SEQ\tTIME\tEVENT\tPHASE\tDETAIL" + "\n")
 	if err := eventlog.CheckSequence(s.Seq, l.recs); err != nil {
-		fmt.Fprintf(w, "# warning: %v\n", err)
+		w.printf("# warning: %v\n", err)
 	}
 	for _, r := range l.recs {
 		e, ok, err := actors.Decode(r)
@@ -323,9 +323,9 @@ func timeline(out io.Writer, l loaded, s actors.State) error {
 		if before != s.Phase {
 			phase = string(before) + " → " + string(s.Phase)
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format("15:04:05.000"), r.Type, phase, detail)
+		w.printf("%d\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format("15:04:05.000"), r.Type, phase, detail)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 // describe is a one-line account of an event, for people.
@@ -400,21 +400,21 @@ func printState(out io.Writer, s actors.State, format string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "seq\t%d\nphase\t%s\nreason\t%s\ngeneration\t%d\ninitiated\t%t (initiates by the operator: %d)\nadmin user\t%t\n",
+	w := newSheet(out)
+	w.printf("seq\t%d\nphase\t%s\nreason\t%s\ngeneration\t%d\ninitiated\t%t (initiates by the operator: %d)\nadmin user\t%t\n",
 		s.Seq, s.Phase, s.PhaseReason, s.Generation, s.Initiated, s.Initiates, s.AdminUser)
-	fmt.Fprintf(w, "primary\t%s\nconfig\tversion %d, term %d\nreconfigs\t%d (forced %d)\n", s.View.Primary, s.View.ConfigVersion, s.View.ConfigTerm, s.Reconfigs, s.ForcedReconfigs)
+	w.printf("primary\t%s\nconfig\tversion %d, term %d\nreconfigs\t%d (forced %d)\n", s.View.Primary, s.View.ConfigVersion, s.View.ConfigTerm, s.Reconfigs, s.ForcedReconfigs)
 	if s.InFlight != nil {
-		fmt.Fprintf(w, "in flight\t%s %s\n", s.InFlight.Action, s.InFlight.Target)
+		w.printf("in flight\t%s %s\n", s.InFlight.Action, s.InFlight.Target)
 	}
 	if s.MajorityLost != nil {
-		fmt.Fprintf(w, "majority lost\t%s\n", s.MajorityLost.Evidence)
+		w.printf("majority lost\t%s\n", s.MajorityLost.Evidence)
 	}
-	fmt.Fprintln(w, "\nMEMBER\tHOST\tSTATE\tHEALTHY\tVOTES\tPRIORITY")
+	w.printf("\nMEMBER\tHOST\tSTATE\tHEALTHY\tVOTES\tPRIORITY" + "\n")
 	for _, m := range s.View.Members {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%t\t%d\t%d\n", m.Name, m.Host, m.State, m.Healthy, m.Votes, m.Prio)
+		w.printf("%s\t%s\t%s\t%t\t%d\t%d\n", m.Name, m.Host, m.State, m.Healthy, m.Votes, m.Prio)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 // verify checks that the log is gapless, that folding it twice gives the same
@@ -439,10 +439,12 @@ func verify(ctx context.Context, f flags, l loaded, out io.Writer) error {
 	if string(ja) != string(jb) {
 		return errors.New("verify: folding the same log twice gave different states")
 	}
-	fmt.Fprintf(out, "log: %d records, gapless, fold deterministic; final seq %d, phase %s\n", len(l.recs), a.Seq, a.Phase)
+	if _, err := fmt.Fprintf(out, "log: %d records, gapless, fold deterministic; final seq %d, phase %s\n", len(l.recs), a.Seq, a.Phase); err != nil {
+		return err
+	}
 	if f.logs != "" || f.kubeconfig == "" && os.Getenv("KUBECONFIG") == "" && !hasDefaultKubeconfig() {
-		fmt.Fprintln(out, "status: not compared (no cluster to read it from)")
-		return nil
+		_, err := fmt.Fprintln(out, "status: not compared (no cluster to read it from)")
+		return err
 	}
 	mc, err := mgorsClient(f)
 	if err != nil {
@@ -468,8 +470,8 @@ func verify(ctx context.Context, f flags, l loaded, out io.Writer) error {
 	if len(diffs) > 0 {
 		return fmt.Errorf("verify: the status differs from the log's final state: %s", strings.Join(diffs, "; "))
 	}
-	fmt.Fprintln(out, "status: matches the log's final state")
-	return nil
+	_, err = fmt.Fprintln(out, "status: matches the log's final state")
+	return err
 }
 
 func hasDefaultKubeconfig() bool {
@@ -518,7 +520,9 @@ func follow(ctx context.Context, f flags, out io.Writer) error {
 					if ok {
 						detail = describe(e)
 					}
-					fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Type, detail)
+					if _, err := fmt.Fprintf(out, "%d\t%s\t%s\t%s\n", r.Seq, r.Time.Format(time.RFC3339), r.Type, detail); err != nil {
+						return err
+					}
 					last = r.Seq
 				}
 			}
@@ -545,21 +549,21 @@ func status(ctx context.Context, f flags, name string, out io.Writer) error {
 
 func printStatus(out io.Writer, m *v1alpha1.Mgors) error {
 	st := m.Status
-	w := tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(w, "%s/%s\tphase %s\tready %s\tprimary %s\n", m.Namespace, m.Name, st.Phase, st.Ready, st.Primary)
-	fmt.Fprintf(w, "replica set %s\tconfig %d/%d\tevent log seq %d (%s)\n", st.ReplicaSetName, st.ConfigVersion, st.ConfigTerm, st.EventLog.Sequence, st.EventLog.Store)
+	w := newSheet(out)
+	w.printf("%s/%s\tphase %s\tready %s\tprimary %s\n", m.Namespace, m.Name, st.Phase, st.Ready, st.Primary)
+	w.printf("replica set %s\tconfig %d/%d\tevent log seq %d (%s)\n", st.ReplicaSetName, st.ConfigVersion, st.ConfigTerm, st.EventLog.Sequence, st.EventLog.Store)
 	if st.ConnectionString != "" {
-		fmt.Fprintf(w, "connect\t%s\n", st.ConnectionString)
+		w.printf("connect\t%s\n", st.ConnectionString)
 	}
-	fmt.Fprintln(w, "\nMEMBER\tSTATE\tHEALTHY\tLAG(s)\tVOTES\tPRIORITY\tHIDDEN")
+	w.printf("\nMEMBER\tSTATE\tHEALTHY\tLAG(s)\tVOTES\tPRIORITY\tHIDDEN" + "\n")
 	for _, ms := range st.Members {
-		fmt.Fprintf(w, "%s\t%s\t%t\t%d\t%d\t%d\t%t\n", ms.Name, ms.State, ms.Healthy, ms.OptimeLagSeconds, ms.Votes, ms.Priority, ms.Hidden)
+		w.printf("%s\t%s\t%t\t%d\t%d\t%d\t%t\n", ms.Name, ms.State, ms.Healthy, ms.OptimeLagSeconds, ms.Votes, ms.Priority, ms.Hidden)
 	}
-	fmt.Fprintln(w, "\nCONDITION\tSTATUS\tREASON\tMESSAGE")
+	w.printf("\nCONDITION\tSTATUS\tREASON\tMESSAGE" + "\n")
 	for _, c := range st.Conditions {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
+		w.printf("%s\t%s\t%s\t%s\n", c.Type, c.Status, c.Reason, c.Message)
 	}
-	return w.Flush()
+	return w.flush()
 }
 
 func loadingRules(f flags) clientcmd.ClientConfig {
@@ -623,7 +627,9 @@ func waitHealthy(ctx context.Context, mc client.Interface, f flags, name string,
 		switch {
 		case err == nil:
 			if line := progress(m); line != last {
-				fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
+				if _, err := fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), line); err != nil {
+					return err
+				}
 				last = line
 			}
 			if m.Status.Phase == v1alpha1.PhaseHealthy && m.Status.Primary != "" && m.Status.ObservedGeneration == m.Generation {
@@ -631,7 +637,9 @@ func waitHealthy(ctx context.Context, mc client.Interface, f flags, name string,
 			}
 		case ctx.Err() == nil:
 			if line := "waiting for " + name + ": " + err.Error(); line != last {
-				fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), line)
+				if _, err := fmt.Fprintf(out, "%6.1fs  %s\n", time.Since(start).Seconds(), line); err != nil {
+					return err
+				}
 				last = line
 			}
 		}
@@ -641,4 +649,25 @@ func waitHealthy(ctx context.Context, mc client.Interface, f flags, name string,
 		case <-time.After(f.poll):
 		}
 	}
+}
+
+// sheet is a tabwriter that keeps the first write error and reports it at flush.
+type sheet struct {
+	w   *tabwriter.Writer
+	err error
+}
+
+func newSheet(out io.Writer) *sheet { return &sheet{w: tabwriter.NewWriter(out, 2, 4, 2, ' ', 0)} }
+
+func (s *sheet) printf(format string, a ...any) {
+	if s.err == nil {
+		_, s.err = fmt.Fprintf(s.w, format, a...)
+	}
+}
+
+func (s *sheet) flush() error {
+	if s.err != nil {
+		return s.err
+	}
+	return s.w.Flush()
 }

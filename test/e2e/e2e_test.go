@@ -74,13 +74,13 @@ func deployOperator(t *testing.T, env *harness.Env) {
 	deployOnce.Do(func() {
 		out, err := kubectl(t, env, "", "apply", "--server-side", "--force-conflicts", "-k", filepath.Join(repo(t), "deploy"))
 		if err != nil {
-			deployErr = fmt.Errorf("kubectl apply -k deploy: %v\n%s", err, out)
+			deployErr = fmt.Errorf("kubectl apply -k deploy: %w\n%s", err, out)
 			return
 		}
 		out, err = kubectl(t, env, "", "-n", "mgors-system", "rollout", "status", "deployment/mgors-operator", "--timeout=180s")
 		if err != nil {
 			logs, _ := kubectl(t, env, "", "-n", "mgors-system", "logs", "deployment/mgors-operator", "--tail=50")
-			deployErr = fmt.Errorf("the operator did not become available: %v\n%s\n%s", err, out, logs)
+			deployErr = fmt.Errorf("the operator did not become available: %w\n%s\n%s", err, out, logs)
 		}
 	})
 	if deployErr != nil {
@@ -121,7 +121,7 @@ func waitMgors(t *testing.T, env *harness.Env, name, what string, timeout time.D
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		m, err := mc.Mgorses(env.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // keep polling until the deadline
 		}
 		last = m
 		return cond(m), nil
