@@ -419,6 +419,12 @@ func TestWriteConcernTimeoutAndMajorityReads(t *testing.T) {
 	if !hasCode(err, 100) {
 		t.Fatalf("w:5 on 3 members: want writeConcernError 100, got %v", err)
 	}
+	// Start from a steady set: a majority write has gone through since the
+	// election, so the secondaries are past the step-up's config change.
+	if _, err := pc.Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.Majority())).
+		InsertOne(ctx, bson.D{{Key: "_id", Value: 0}}); err != nil {
+		t.Fatalf("w:majority with every member up: %v", err)
+	}
 	for i, m := range ms {
 		if i != p {
 			if err := m.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
