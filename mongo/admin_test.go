@@ -57,9 +57,9 @@ func TestClientUnreachable(t *testing.T) {
 		t.Skip("no loopback:", err)
 	}
 	addr := l.Addr().String()
-	l.Close()
+	_ = l.Close()
 	c := NewClient(Options{Timeout: 500 * time.Millisecond})
-	defer c.Close(context.Background())
+	defer func() { _ = c.Close(context.Background()) }()
 	if _, err := c.Hello(context.Background(), addr); !IsUnreachable(err) {
 		t.Fatalf("hello to a closed port: %v", err)
 	}
@@ -72,7 +72,7 @@ func TestClientUnreachable(t *testing.T) {
 		}
 		return nil, errors.New("no route")
 	}})
-	defer c2.Close(context.Background())
+	defer func() { _ = c2.Close(context.Background()) }()
 	if err := c2.Ping(context.Background(), "member-0.svc:27017"); !IsUnreachable(err) {
 		t.Fatalf("ping through failing dialer: %v", err)
 	}
@@ -118,7 +118,7 @@ func simSet(t *testing.T, n int, keyfile []byte) []string {
 		t.Cleanup(func() {
 			_ = cmd.Process.Kill()
 			_ = cmd.Wait()
-			log.Close()
+			_ = log.Close()
 			if t.Failed() {
 				out, _ := os.ReadFile(log.Name())
 				if len(out) > 4000 {
@@ -141,7 +141,7 @@ func freePort(t *testing.T, n int) int {
 			t.Skip("cannot listen on 127.0.5.1:", err)
 		}
 		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
+		_ = l.Close()
 		ok := true
 		for i := 2; i <= n; i++ {
 			l2, err := net.Listen("tcp", fmt.Sprintf("127.0.5.%d:%d", i, port))
@@ -149,7 +149,7 @@ func freePort(t *testing.T, n int) int {
 				ok = false
 				break
 			}
-			l2.Close()
+			_ = l2.Close()
 		}
 		if ok {
 			return port
@@ -179,7 +179,7 @@ func TestClientAgainstMongodSim(t *testing.T) {
 	hosts = hosts[:3]
 	ctx := context.Background()
 	c := NewClient(Options{Timeout: 5 * time.Second, Credentials: KeyfileAuth(keyfile), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
-	defer c.Close(ctx)
+	defer func() { _ = c.Close(ctx) }()
 
 	for _, h := range hosts {
 		eventually(t, "hello "+h, func() error {
@@ -287,17 +287,17 @@ func TestClientAgainstMongodSim(t *testing.T) {
 		t.Fatalf("user exists: %v %v", ok, err)
 	}
 	admin := NewClient(Options{Credentials: AdminUser("admin", "pw-for-test")})
-	defer admin.Close(ctx)
+	defer func() { _ = admin.Close(ctx) }()
 	if _, err := admin.Status(ctx, primary); err != nil {
 		t.Fatalf("status as admin: %v", err)
 	}
 	wrong := NewClient(Options{Credentials: AdminUser("admin", "wrong")})
-	defer wrong.Close(ctx)
+	defer func() { _ = wrong.Close(ctx) }()
 	if _, err := wrong.Status(ctx, primary); !errors.Is(err, ErrAuthenticationFailed) {
 		t.Fatalf("wrong password: %v", err)
 	}
 	none := NewClient(Options{})
-	defer none.Close(ctx)
+	defer func() { _ = none.Close(ctx) }()
 	if _, err := none.Status(ctx, primary); !errors.Is(err, ErrUnauthorized) {
 		t.Fatalf("no credentials: %v", err)
 	}

@@ -307,6 +307,7 @@ func BrokenRules(err error) []Rule {
 		if e == nil {
 			return
 		}
+		//nolint:errorlint // walk visits every node of the tree itself; errors.As would stop at the first RuleError of a joined error
 		if re, ok := e.(*RuleError); ok {
 			out = append(out, re.Rule)
 			return
@@ -451,13 +452,13 @@ func isLocalhost(h string) bool {
 func ValidateTransition(old, next Config, force bool) error {
 	var errs []error
 	if next.Version <= old.Version {
-		errs = append(errs, fmt.Errorf("New replica set configuration version must be greater than old, but %d is not greater than %d for replica set %s", next.Version, old.Version, old.ID))
+		errs = append(errs, fmt.Errorf("New replica set configuration version must be greater than old, but %d is not greater than %d for replica set %s", next.Version, old.Version, old.ID)) //nolint:staticcheck // mongod's exact message
 	}
 	if next.ID != old.ID {
-		errs = append(errs, fmt.Errorf("New and old configurations differ in replica set name; old was %s, and new is %s", old.ID, next.ID))
+		errs = append(errs, fmt.Errorf("New and old configurations differ in replica set name; old was %s, and new is %s", old.ID, next.ID)) //nolint:staticcheck // mongod's exact message
 	}
 	if a, b := replicaSetID(old), replicaSetID(next); a != nil && (b == nil || *a != *b) {
-		errs = append(errs, fmt.Errorf("New and old configurations differ in replica set ID"))
+		errs = append(errs, fmt.Errorf("New and old configurations differ in replica set ID")) //nolint:staticcheck // mongod's exact message
 	}
 	for _, nm := range next.Members {
 		om := old.Member(nm.Host)
@@ -465,17 +466,17 @@ func ValidateTransition(old, next Config, force bool) error {
 			continue // a new member; mongod lets it reuse a departed member's _id
 		}
 		if om.ID != nm.ID {
-			errs = append(errs, fmt.Errorf("New and old configurations both have members with host of %s but in the new configuration the _id field is %d and in the old configuration it is %d for replica set %s", nm.Host, nm.ID, om.ID, old.ID))
+			errs = append(errs, fmt.Errorf("New and old configurations both have members with host of %s but in the new configuration the _id field is %d and in the old configuration it is %d for replica set %s", nm.Host, nm.ID, om.ID, old.ID)) //nolint:staticcheck // mongod's exact message
 		}
 		if om.ArbiterOnly != nm.ArbiterOnly {
-			errs = append(errs, fmt.Errorf("New and old configurations differ in the setting of the arbiterOnly field for member %s; to make this change, remove then re-add the member", nm.Host))
+			errs = append(errs, fmt.Errorf("New and old configurations differ in the setting of the arbiterOnly field for member %s; to make this change, remove then re-add the member", nm.Host)) //nolint:staticcheck // mongod's exact message
 		}
 		if om.BuildIndexes != nm.BuildIndexes {
-			errs = append(errs, fmt.Errorf("New and old configurations differ in the setting of the buildIndexes field for member %s; to make this change, remove then re-add the member", nm.Host))
+			errs = append(errs, fmt.Errorf("New and old configurations differ in the setting of the buildIndexes field for member %s; to make this change, remove then re-add the member", nm.Host)) //nolint:staticcheck // mongod's exact message
 		}
 	}
 	if !force && VotingChanges(old, next) > 1 {
-		errs = append(errs, errors.New("Non force replica set reconfig can only add or remove at most 1 voting member."))
+		errs = append(errs, errors.New("Non force replica set reconfig can only add or remove at most 1 voting member.")) //nolint:staticcheck // mongod's exact message
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"errors"
 	"slices"
 	"testing"
 
@@ -148,7 +149,7 @@ func TestForceTarget(t *testing.T) {
 
 	t.Run("only the arbiter answers", func(t *testing.T) {
 		psa := cfg(m(0, "a:1"), m(1, "b:1"), m(2, "c:1", arbiter))
-		if _, err := ForceTarget(psa, map[string]*Status{"c:1": view("c:1", up("c:1", StateArbiter, OpTime{}))}); err != ErrNoSurvivor {
+		if _, err := ForceTarget(psa, map[string]*Status{"c:1": view("c:1", up("c:1", StateArbiter, OpTime{}))}); !errors.Is(err, ErrNoSurvivor) {
 			t.Fatalf("err %v", err)
 		}
 	})

@@ -89,7 +89,7 @@ func machineLock() (*os.File, error) {
 		return nil, err
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
-		f.Close()
+		_ = f.Close()
 		return nil, err
 	}
 	return f, nil
@@ -191,7 +191,7 @@ func (e *sharedEnv) start() error {
 			break
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kube-apiserver not ready: %v (see %s)", err, e.logFile.Name())
+			return fmt.Errorf("kube-apiserver not ready: %w (see %s)", err, e.logFile.Name())
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
@@ -236,7 +236,7 @@ func (e *sharedEnv) startKubelet() error {
 		}
 		select {
 		case err := <-e.done:
-			return fmt.Errorf("kubelet ended: %v", err)
+			return fmt.Errorf("kubelet ended: %w", err)
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
@@ -289,11 +289,7 @@ func (e *sharedEnv) prepareNamespace(ctx context.Context, ns string, ca []byte) 
 
 func (e *sharedEnv) stop() {
 	if e.cancel != nil {
-		e.cancel()
-		select {
-		case <-e.done:
-		case <-time.After(30 * time.Second):
-		}
+		_ = e.stopKubelet() // at exit: how the kubelet ended no longer matters
 	}
 	if e.cfg.Dir != "" {
 		_ = KillAll(e.cfg.Dir)

@@ -160,9 +160,9 @@ func openOutput(dir, logPath string) (detach func(), drain func(), err error) {
 		<-copied
 		<-copied
 		for _, f := range files {
-			f.Close()
+			_ = f.Close()
 		}
-		l.Close()
+		_ = l.Close()
 	}
 	return detach, drain, nil
 }
@@ -205,15 +205,15 @@ func start(l launch) (*proc, error) {
 	} else {
 		err = cmd.Start()
 	}
-	statusW.Close()
+	_ = statusW.Close() // the child holds its own copy
 	if err != nil {
-		statusR.Close()
+		_ = statusR.Close()
 		drain()
 		return nil, err
 	}
 	startedAt := time.Now()
 	msg, _ := io.ReadAll(statusR)
-	statusR.Close()
+	_ = statusR.Close()
 	p := &proc{pid: cmd.Process.Pid, done: make(chan struct{}), detach: detach}
 	if len(msg) == 0 {
 		if err := writePIDFile(filepath.Join(l.Dir, "pid"), p.pid); err != nil {

@@ -261,14 +261,14 @@ func resourceField(pod *corev1.Pod, c *corev1.Container, r *corev1.ResourceField
 			q = *resource.NewQuantity(int64(nodeCPUs()), resource.DecimalSI)
 		}
 	case "requests.cpu":
-		q, ok = target.Resources.Requests[corev1.ResourceCPU]
+		q = target.Resources.Requests[corev1.ResourceCPU]
 	case "limits.memory":
 		q, ok = target.Resources.Limits[corev1.ResourceMemory]
 		if !ok {
 			q = *resource.NewQuantity(nodeMemoryBytes(), resource.BinarySI)
 		}
 	case "requests.memory":
-		q, ok = target.Resources.Requests[corev1.ResourceMemory]
+		q = target.Resources.Requests[corev1.ResourceMemory]
 	case "limits.ephemeral-storage", "requests.ephemeral-storage":
 		q = target.Resources.Limits[corev1.ResourceEphemeralStorage]
 	default:

@@ -30,11 +30,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		_, _ = io.Copy(os.Stdout, resp.Body)
+		_ = resp.Body.Close()
 		os.Exit(0)
 	}
 	if addr := os.Getenv("LOCALKUBE_TEST_SERVE"); addr != "" {
 		host, _ := os.Hostname()
-		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s", host) })
+		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "hello from %s", host) })
 		fmt.Println("serving on", addr)
 		err := http.ListenAndServe(addr, nil)
 		fmt.Fprintln(os.Stderr, err)
@@ -47,9 +48,9 @@ func TestMain(m *testing.M) {
 
 // testPKI is a throwaway CA with the certificates a kubelet test cluster needs.
 type testPKI struct {
-	caPEM, caKey []byte
-	ca           *x509.Certificate
-	key          *ecdsa.PrivateKey
+	caPEM []byte
+	ca    *x509.Certificate
+	key   *ecdsa.PrivateKey
 }
 
 func newTestPKI() (*testPKI, error) {
@@ -115,6 +116,6 @@ func freePort() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
+	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }

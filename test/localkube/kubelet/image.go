@@ -94,7 +94,7 @@ func splitReference(ref string) (repo, tagOrDigest string) {
 	}
 	parts := strings.Split(ref, "/")
 	first := parts[0]
-	if len(parts) == 1 || !(strings.ContainsAny(first, ".:") || first == "localhost") {
+	if len(parts) == 1 || (!strings.ContainsAny(first, ".:") && first != "localhost") {
 		if len(parts) == 1 {
 			ref = "library/" + ref
 		}
@@ -138,6 +138,13 @@ type imageSources struct {
 	MongoshDir string // an npm prefix with node_modules/mongosh
 }
 
+// exists reports whether path can be stat'ed: an image binary that cannot is
+// left out of its image as missing.
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
 // assembleImages builds the built-in image directories under root: symlinks to the
 // binaries they hold (mounted over the host root at container start), plus a
 // mongosh wrapper. A missing binary leaves its link out and is logged by the caller.
@@ -150,11 +157,7 @@ func assembleImages(root string, src imageSources) (map[string]string, []string,
 			return err
 		}
 		_ = os.Remove(p)
-		if target == "" {
-			missing = append(missing, rel)
-			return nil
-		}
-		if _, err := os.Stat(target); err != nil {
+		if target == "" || !exists(target) {
 			missing = append(missing, rel)
 			return nil
 		}

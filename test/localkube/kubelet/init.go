@@ -53,7 +53,7 @@ func init() {
 	// Only a failure comes back: report it on the status pipe and exit like a shell
 	// that could not run a command.
 	status := os.NewFile(3, "status")
-	fmt.Fprint(status, err)
+	_, _ = fmt.Fprint(status, err) // nothing else to tell it with
 	os.Exit(127)
 }
 
@@ -132,11 +132,11 @@ func containerInit(specPath string) error {
 		if err := unix.Dup3(f, fd, 0); err != nil {
 			return err
 		}
-		unix.Close(f)
+		_ = unix.Close(f)
 	}
 	if null, err := unix.Open("/dev/null", unix.O_RDONLY, 0); err == nil {
 		_ = unix.Dup3(null, 0, 0)
-		unix.Close(null)
+		_ = unix.Close(null)
 	}
 	if s.Hostname != "" { // empty for hostNetwork pods, which keep the node's name
 		if err := unix.Sethostname([]byte(s.Hostname)); err != nil {

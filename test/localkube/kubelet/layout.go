@@ -17,8 +17,6 @@ import (
 // nodeDir is where one kubelet keeps everything (see the package doc).
 func nodeDir(dir, node string) string { return filepath.Join(dir, "nodes", node) }
 
-func podsDir(dir, node string) string { return filepath.Join(nodeDir(dir, node), "pods") }
-
 // podMeta is pod.json: who a pod directory belongs to, readable without the API server.
 type podMeta struct {
 	Namespace string `json:"namespace"`
@@ -178,8 +176,6 @@ func unmountIfMounted(path string) error {
 	}
 	return fmt.Errorf("unmount %s: %w", path, err)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 // unmountVolumes detaches the volumes the kubelet mounted on the node for a pod
 // (emptyDir with medium Memory).

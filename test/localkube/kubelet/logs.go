@@ -62,7 +62,7 @@ func (l *logFile) write(stream string, partial bool, text []byte, now time.Time)
 }
 
 func (l *logFile) rotate() error {
-	l.f.Close()
+	_ = l.f.Close() // every line was written already; the file is renamed next
 	for i := logKeep - 1; i >= 1; i-- {
 		_ = os.Rename(fmt.Sprintf("%s.%d", l.path, i), fmt.Sprintf("%s.%d", l.path, i+1))
 	}

@@ -22,7 +22,7 @@ func rssKiB(pid int) int {
 	if err != nil {
 		return 0
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	s := bufio.NewScanner(f)
 	for s.Scan() {
 		if v, ok := strings.CutPrefix(s.Text(), "VmRSS:"); ok {

@@ -44,7 +44,7 @@ func TestMongoImage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("mongod at the pod IP: %v", err)
 	}
-	conn.Close()
+	_ = conn.Close()
 	out, err := e.exec(t, p.Name, "mongod", []string{"/bin/sh", "-c", "id -u; stat -c %u /data/db/mongod.lock"})
 	if err != nil || out != "999\n999\n" {
 		t.Fatalf("user and files: %q %v", out, err)

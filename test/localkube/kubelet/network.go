@@ -148,7 +148,7 @@ func withNetns(path string, fn func() error) error {
 			errc <- err
 			return
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("setns %s: %w", path, err)
 			return

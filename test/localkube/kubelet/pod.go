@@ -238,7 +238,7 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		case plainInit && policy == corev1.RestartPolicyAlways:
 			policy = corev1.RestartPolicyOnFailure
 		}
-		if wantsRestart(policy, x.obs.Current) && !(plainInit && x.obs.Current.ExitCode == 0) {
+		if wantsRestart(policy, x.obs.Current) && (!plainInit || x.obs.Current.ExitCode != 0) {
 			if x.obs.WaitReason != "CrashLoopBackOff" {
 				w.k.events.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
 			}
@@ -600,7 +600,7 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 		list, _ := w.k.services.Services(pod.Namespace).List(labels.Everything())
 		var others []*corev1.Service
 		for _, s := range list {
-			if !(s.Namespace == metav1.NamespaceDefault && s.Name == "kubernetes") {
+			if s.Namespace != metav1.NamespaceDefault || s.Name != "kubernetes" {
 				others = append(others, s)
 			}
 		}

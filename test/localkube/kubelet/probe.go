@@ -230,7 +230,7 @@ func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout
 		if err != nil {
 			return false
 		}
-		conn.Close()
+		_ = conn.Close()
 		return true
 	case h.HTTPGet != nil:
 		g := h.HTTPGet
@@ -259,7 +259,7 @@ func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode >= 200 && resp.StatusCode < 400
 	case h.GRPC != nil:
 		return false

@@ -422,7 +422,7 @@ func TestLogRenderingAndRotation(t *testing.T) {
 	}
 	_ = l.write("stderr", true, []byte("part-"), t0.Add(20*time.Second))
 	_ = l.write("stderr", false, []byte("end"), t0.Add(21*time.Second))
-	l.Close()
+	_ = l.Close()
 	if _, err := os.Stat(path + ".1"); err != nil {
 		t.Fatalf("no rotation at 200 bytes: %v", err)
 	}

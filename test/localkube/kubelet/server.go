@@ -205,7 +205,7 @@ func (k *Kubelet) followLog(ctx context.Context, rw http.ResponseWriter, w *podW
 	if err != nil {
 		return
 	}
-	defer func() { f.Close() }()
+	defer func() { _ = f.Close() }()
 	offset, _ := f.Seek(0, io.SeekEnd)
 	br := bufio.NewReader(f)
 	o.TailLines, o.Since = -1, time.Time{}
@@ -238,7 +238,7 @@ func (k *Kubelet) followLog(ctx context.Context, rw http.ResponseWriter, w *podW
 		}
 		if st, err := os.Stat(path); err == nil && st.Size() < offset {
 			// Rotated: continue with the new file from its start.
-			f.Close()
+			_ = f.Close()
 			if f, err = os.Open(path); err != nil {
 				return
 			}
@@ -350,7 +350,7 @@ func (k *Kubelet) PortForward(ctx context.Context, name, namespace string, port 
 	if w == nil {
 		return fmt.Errorf("pod %s/%s not found", namespace, name)
 	}
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	var conn net.Conn
 	dial := func() error {
 		d := net.Dialer{Timeout: 10 * time.Second}
@@ -367,7 +367,7 @@ func (k *Kubelet) PortForward(ctx context.Context, name, namespace string, port 
 	if err != nil {
 		return fmt.Errorf("port-forward to %d: %w", port, err)
 	}
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	done := make(chan struct{}, 2)
 	go func() { _, _ = io.Copy(conn, stream); done <- struct{}{} }()
 	go func() { _, _ = io.Copy(stream, conn); done <- struct{}{} }()
@@ -385,17 +385,17 @@ func openPTY() (master, slave *os.File, err error) {
 		return nil, nil, err
 	}
 	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
-		m.Close()
+		_ = m.Close()
 		return nil, nil, err
 	}
 	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
 	if err != nil {
-		m.Close()
+		_ = m.Close()
 		return nil, nil, err
 	}
 	s, err := os.OpenFile("/dev/pts/"+strconv.Itoa(n), os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
-		m.Close()
+		_ = m.Close()
 		return nil, nil, err
 	}
 	return m, s, nil
@@ -406,14 +406,14 @@ func runWithTTY(c *exec.Cmd, in io.Reader, out io.Writer, resize <-chan remoteco
 	if err != nil {
 		return err
 	}
-	defer master.Close()
+	defer func() { _ = master.Close() }()
 	c.Stdin, c.Stdout, c.Stderr = slave, slave, slave
 	c.SysProcAttr = &unix.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
 	if err := c.Start(); err != nil {
-		slave.Close()
+		_ = slave.Close()
 		return err
 	}
-	slave.Close()
+	_ = slave.Close() // the child holds its own copy
 	go func() {
 		for s := range resize {
 			_ = unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: s.Height, Col: s.Width})

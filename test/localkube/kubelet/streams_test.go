@@ -106,7 +106,7 @@ func TestLogsFollow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stream.Close()
+	defer func() { _ = stream.Close() }()
 	sc := bufio.NewScanner(stream)
 	first := -1
 	for sc.Scan() {

@@ -35,11 +35,12 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		_, _ = io.Copy(os.Stdout, resp.Body)
+		_ = resp.Body.Close()
 		os.Exit(0)
 	}
 	if addr := os.Getenv("LOCALKUBE_TEST_SERVE"); addr != "" {
 		host, _ := os.Hostname()
-		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintf(w, "hello from %s", host) })
+		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { _, _ = fmt.Fprintf(w, "hello from %s", host) })
 		fmt.Println("serving on", addr)
 		fmt.Fprintln(os.Stderr, http.ListenAndServe(addr, nil))
 		os.Exit(1)
@@ -220,7 +221,7 @@ func get(url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
