@@ -83,7 +83,9 @@ type (
 
 // Messages a Cluster actor sends itself from its goroutines.
 type (
-	tick      struct{}
+	tick struct{}
+	// soon is the quick re-observation of a cluster that is not Healthy.
+	soon      struct{}
 	recovered struct {
 		state State
 		err   error
@@ -122,7 +124,13 @@ type cluster struct {
 	lastObs   *Observation
 	sinceSnap int64
 	stopTimer scheduler.CancelFunc
+	soonTimer bool // a quick re-observation is scheduled
 }
+
+// quickly is how soon a cluster that is not Healthy is observed again after a
+// step: the world moves on (an election, a pod starting) without an event
+// that would wake the actor.
+const quickly = time.Second
 
 // NewClusterProps returns the props of a Cluster actor for one Mgors incarnation.
 func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
@@ -162,6 +170,9 @@ func (c *cluster) Receive(ctx actor.Context) {
 			c.observe(ctx)
 		}
 	case Poke, tick:
+		c.observe(ctx)
+	case soon:
+		c.soonTimer = false
 		c.observe(ctx)
 	case recovered:
 		c.onRecovered(ctx, msg)
@@ -372,8 +383,12 @@ func (c *cluster) onActed(ctx actor.Context, msg acted) {
 // idle ends a step, and starts the next observation if one was asked for.
 func (c *cluster) idle(ctx actor.Context) {
 	c.busy = false
-	if c.again {
+	switch {
+	case c.again:
 		c.observe(ctx)
+	case c.state.Phase != v1alpha1.PhaseHealthy && !c.soonTimer && !c.mgors.Spec.Paused:
+		c.soonTimer = true
+		scheduler.NewTimerScheduler(ctx).SendOnce(quickly, ctx.Self(), soon{})
 	}
 }
 
