@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,13 +88,9 @@ func (f *File) Append(ctx context.Context, s Stream, recs ...Record) error {
 	if err := checkContinues(s, st.last, recs); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	for _, r := range recs {
-		line, err := EncodeLine(r)
-		if err != nil {
-			return err
-		}
-		buf.Write(line)
+	lines, err := encodeLines(recs)
+	if err != nil {
+		return err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("eventlog: %w", err)
@@ -121,7 +116,7 @@ func (f *File) Append(ctx context.Context, s Stream, recs ...Record) error {
 		st.loaded = false
 		return fmt.Errorf("%w: %s: the log changed under this writer", ErrSequence, s)
 	}
-	_, werr := fh.Write(buf.Bytes())
+	_, werr := fh.Write(lines)
 	serr := fh.Sync()
 	if err := errors.Join(werr, serr); err != nil {
 		// The stream's tail is now unknown: reload (and cut a torn tail) next time.
@@ -134,7 +129,7 @@ func (f *File) Append(ctx context.Context, s Stream, recs ...Record) error {
 		}
 	}
 	st.last = recs[len(recs)-1].Seq
-	st.size = info.Size() + int64(buf.Len())
+	st.size = info.Size() + int64(len(lines))
 	return nil
 }
 
@@ -227,19 +222,15 @@ func (f *File) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error 
 	if err := writeAtomic(dir, "snapshot.json", b); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	for _, r := range after(recs, snap.Seq) {
-		line, err := EncodeLine(r)
-		if err != nil {
-			return err
-		}
-		buf.Write(line)
+	lines, err := encodeLines(after(recs, snap.Seq))
+	if err != nil {
+		return err
 	}
-	if err := writeAtomic(dir, "log.jsonl", buf.Bytes()); err != nil {
+	if err := writeAtomic(dir, "log.jsonl", lines); err != nil {
 		st.loaded = false
 		return err
 	}
-	st.size = int64(buf.Len())
+	st.size = int64(len(lines))
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package eventlog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -128,16 +127,12 @@ func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 	if err := checkContinues(s, st.last, recs); err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	for _, r := range recs {
-		line, err := EncodeLine(r)
-		if err != nil {
-			return err
-		}
-		buf.Write(line)
+	lines, err := encodeLines(recs)
+	if err != nil {
+		return err
 	}
 	first, last := recs[0].Seq, recs[len(recs)-1].Seq
-	err := k.appendLocked(ctx, s, st, buf.Bytes(), first, last)
+	err = k.appendLocked(ctx, s, st, lines, first, last)
 	if err != nil {
 		st.loaded = false // reload before the next append: someone else may have written
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {

@@ -130,6 +130,19 @@ func EncodeLine(r Record) ([]byte, error) {
 	return append(b, '\n'), nil
 }
 
+// encodeLines encodes records as consecutive JSON lines.
+func encodeLines(recs []Record) ([]byte, error) {
+	var buf bytes.Buffer
+	for _, r := range recs {
+		line, err := EncodeLine(r)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(line)
+	}
+	return buf.Bytes(), nil
+}
+
 // LineError is a record line that could not be decoded; Line counts from 1.
 type LineError struct {
 	Line int

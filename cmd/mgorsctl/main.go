@@ -157,40 +157,47 @@ func load(ctx context.Context, f flags, stdin io.Reader) (loaded, error) {
 	switch {
 	case f.logs != "":
 		return loadLogs(f, stdin)
-	case f.dir != "":
-		st, err := eventlog.NewFile(f.dir)
+	case f.dir != "" || f.cluster != "":
+		store, streams, err := openStore(ctx, f, nsOf(f.cluster))
 		if err != nil {
 			return loaded{}, err
 		}
-		streams, err := st.Streams()
+		all, err := streams()
 		if err != nil {
 			return loaded{}, err
 		}
-		s, err := pick(streams, f)
+		s, err := pick(all, f)
 		if err != nil {
 			return loaded{}, err
 		}
-		snap, recs, err := st.Load(ctx, s)
-		return loaded{stream: s, snap: snap, recs: recs, store: st}, err
-	case f.cluster != "":
-		kc, err := kubeClient(f)
-		if err != nil {
-			return loaded{}, err
-		}
-		st := eventlog.NewKube(kc)
-		ns, _, _ := splitKey(f.cluster)
-		streams, err := st.StreamsIn(ctx, ns)
-		if err != nil {
-			return loaded{}, err
-		}
-		s, err := pick(streams, f)
-		if err != nil {
-			return loaded{}, err
-		}
-		snap, recs, err := st.Load(ctx, s)
-		return loaded{stream: s, snap: snap, recs: recs, store: st}, err
+		snap, recs, err := store.Load(ctx, s)
+		return loaded{stream: s, snap: snap, recs: recs, store: store}, err
 	}
 	return loaded{}, errors.New("replay needs a source: --cluster, --dir with --cluster, or --logs")
+}
+
+// openStore opens the store a command reads: the file store under --dir, or
+// the cluster's ConfigMaps through the kubeconfig; streams lists its logs in
+// namespace (all namespaces for the file store).
+func openStore(ctx context.Context, f flags, namespace string) (eventlog.Store, func() ([]eventlog.Stream, error), error) {
+	if f.dir != "" {
+		fs, err := eventlog.NewFile(f.dir)
+		if err != nil {
+			return nil, nil, err
+		}
+		return fs, fs.Streams, nil
+	}
+	kc, err := kubeClient(f)
+	if err != nil {
+		return nil, nil, err
+	}
+	ks := eventlog.NewKube(kc)
+	return ks, func() ([]eventlog.Stream, error) { return ks.StreamsIn(ctx, namespace) }, nil
+}
+
+func nsOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
 }
 
 // pick chooses the stream of --cluster (and --uid when several incarnations exist).
@@ -485,22 +492,9 @@ func hasDefaultKubeconfig() bool {
 
 // follow prints a cluster's records as they are written.
 func follow(ctx context.Context, f flags, out io.Writer) error {
-	var store eventlog.Store
-	var streams func() ([]eventlog.Stream, error)
-	if f.dir != "" {
-		fs, err := eventlog.NewFile(f.dir)
-		if err != nil {
-			return err
-		}
-		store, streams = fs, fs.Streams
-	} else {
-		kc, err := kubeClient(f)
-		if err != nil {
-			return err
-		}
-		ks := eventlog.NewKube(kc)
-		store = ks
-		streams = func() ([]eventlog.Stream, error) { return ks.StreamsIn(ctx, f.namespace) }
+	store, streams, err := openStore(ctx, f, f.namespace)
+	if err != nil {
+		return err
 	}
 	var last int64
 	for {
