@@ -179,3 +179,82 @@ func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 		})
 	}
 }
+
+// The same through a recovery: a member's pod is deleted under a Healthy
+// cluster, and the operator is SIGKILLed right after the first events of the
+// recovery; a restarted operator brings the cluster back to Healthy with no
+// reconfig (a lost pod with its volume needs none) and a gapless log.
+func TestOperatorKilledDuringARecoveryConverges(t *testing.T) {
+	env := harness.Cluster(t)
+	installCRD(t, env)
+	pauseInClusterOperator(t, env)
+	ctx := context.Background()
+	for i, crash := range []string{"MembersObserved:1", "PhaseChanged:1"} {
+		t.Run(crash, func(t *testing.T) {
+			name := fmt.Sprintf("recover%d", i)
+			store := t.TempDir()
+			m := sample(t, env, "mgors-dev-1.yaml", func(m *v1alpha1.Mgors) {
+				m.Name = name
+				m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete
+			})
+			created, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_ = mgorsClient(t, env).Mgorses(env.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{})
+			})
+			healthy := func(m *v1alpha1.Mgors) bool { return m.Status.Phase == v1alpha1.PhaseHealthy && m.Status.Primary != "" }
+			first := startHostOperator(t, env, store, "")
+			before := waitMgors(t, env, name, "Healthy", 4*time.Minute, healthy)
+			first.stop()
+
+			// A new operator, armed, recovers the same log; then the member's pod goes.
+			second := startHostOperator(t, env, store, crash)
+			time.Sleep(2 * time.Second) // let it recover the log and see the cluster Healthy
+			mustKubectl(t, env, "", "-n", env.Namespace, "delete", "pod", name+"-0", "--wait=false")
+			select {
+			case <-second.exited:
+				if ws, ok := second.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+					t.Fatalf("the operator did not die by SIGKILL after %s: %v\n%s", crash, second.err, second.out)
+				}
+			case <-time.After(3 * time.Minute):
+				t.Fatalf("the operator never reached %s during the recovery\n%s", crash, second.out)
+			}
+			third := startHostOperator(t, env, store, "")
+			waitMgors(t, env, name, "Healthy again after a crash during the recovery", 4*time.Minute, func(m *v1alpha1.Mgors) bool {
+				return healthy(m) && m.Status.EventLog.Sequence > before.Status.EventLog.Sequence
+			})
+			third.stop()
+
+			fs, err := eventlog.NewFile(store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, recs, err := fs.Load(ctx, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := eventlog.CheckSequence(0, recs); err != nil {
+				t.Fatalf("the log has a gap: %v", err)
+			}
+			s, err := actors.Fold(actors.Initial(), recs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			recovered := false
+			for _, r := range recs {
+				e, _, _ := actors.Decode(r)
+				if pc, ok := e.(actors.PhaseChanged); ok && pc.To == v1alpha1.PhaseRecovering {
+					recovered = true
+				}
+				if st, ok := e.(actors.ActionStarted); ok && (st.Action == actors.ActReconfig || st.Action == actors.ActForceReconfig || st.Action == actors.ActInitiate && r.Seq > before.Status.EventLog.Sequence) {
+					t.Fatalf("record %d: %s during the recovery", r.Seq, st.Action)
+				}
+			}
+			if !recovered || s.Phase != v1alpha1.PhaseHealthy || s.Initiates != 1 || s.UsersCreated != 1 {
+				t.Fatalf("after a crash after %s in a recovery: recovered %t, %s", crash, recovered, s)
+			}
+		})
+	}
+}
