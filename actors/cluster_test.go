@@ -269,3 +269,55 @@ func TestWriteFixture(t *testing.T) {
 	waitFor(t, "Healthy", func() bool { return world.phase("db/demo") == v1alpha1.PhaseHealthy })
 	stop()
 }
+
+// stuckWorld hangs every call about one cluster until its deadline, as an
+// unreachable API or member would; other clusters go to the fake world.
+type stuckWorld struct {
+	*fakeWorld
+	stuck string
+}
+
+func (w stuckWorld) hang(ctx context.Context, m *v1alpha1.Mgors) bool {
+	if m.Name != w.stuck {
+		return false
+	}
+	<-ctx.Done()
+	return true
+}
+
+func (w stuckWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, d []mongo.DesiredMember) (Observation, error) {
+	if w.hang(ctx, m) {
+		return Observation{}, ctx.Err()
+	}
+	return w.fakeWorld.Observe(ctx, m, d)
+}
+
+func (w stuckWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
+	if w.hang(ctx, m) {
+		return ctx.Err()
+	}
+	return w.fakeWorld.Act(ctx, m, a)
+}
+
+// One stuck cluster never slows another: each actor observes and acts off its
+// own mailbox, every call bounded by its deadline.
+func TestAStuckClusterDoesNotSlowAnother(t *testing.T) {
+	store, world := eventlog.NewMemory(), newFakeWorld()
+	deps := testDeps(store, stuckWorld{fakeWorld: world, stuck: "stuck"})
+	deps.ObserveTimeout, deps.ActTimeout = time.Minute, time.Minute // the stuck cluster's calls hang this long
+	sys := actor.NewActorSystem()
+	mgr, err := sys.Root.SpawnNamed(NewManagerProps(deps), "manager")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := mgors()
+	stuck.Name, stuck.UID = "stuck", "u-stuck"
+	sys.Root.Send(mgr, ClusterChanged{Mgors: stuck})
+	time.Sleep(50 * time.Millisecond) // the stuck actor is now blocked in its world call
+	sys.Root.Send(mgr, ClusterChanged{Mgors: mgors()})
+	// waitFor gives up long before the stuck cluster's calls return (a minute):
+	// reaching Healthy means the other actor never waited for the stuck one.
+	waitFor(t, "the healthy cluster to reach Healthy", func() bool { return world.phase("db/demo") == v1alpha1.PhaseHealthy })
+	// Stopping does not wait for the stuck calls: the Manager stops its children.
+	_ = sys.Root.PoisonFuture(mgr).Wait()
+}
