@@ -484,7 +484,7 @@ func PodDisruptionBudget(m *v1alpha1.Mgors, pods, voters int32) *policyv1.PodDis
 // KeyfileSecret holds the members' shared key under "keyfile".
 func KeyfileSecret(m *v1alpha1.Mgors, key string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: objectMeta(m, m.KeyfileSecretName(), ""),
+		ObjectMeta: secretMeta(m, m.KeyfileSecretName()),
 		Type:       corev1.SecretTypeOpaque,
 		Data:       map[string][]byte{v1alpha1.KeyfileSecretKey: []byte(key)},
 	}
@@ -493,13 +493,26 @@ func KeyfileSecret(m *v1alpha1.Mgors, key string) *corev1.Secret {
 // AdminSecret holds the admin user's credentials under "username" and "password".
 func AdminSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
 	return &corev1.Secret{
-		ObjectMeta: objectMeta(m, m.AdminSecretName(), ""),
+		ObjectMeta: secretMeta(m, m.AdminSecretName()),
 		Type:       corev1.SecretTypeOpaque,
 		Data: map[string][]byte{
 			v1alpha1.AdminUsernameSecretKey: []byte(username),
 			v1alpha1.AdminPasswordSecretKey: []byte(password),
 		},
 	}
+}
+
+// secretMeta is the metadata of a generated Secret. Credentials live as long as
+// the data they open: with spec.storage.reclaim Retain (the default) the
+// volumes outlive the Mgors, so the Secrets do too (no owner reference), and a
+// Mgors re-created on those volumes finds the keyfile and admin password its
+// data was made with. With Delete they go with the Mgors, like the volumes.
+func secretMeta(m *v1alpha1.Mgors, name string) metav1.ObjectMeta {
+	meta := objectMeta(m, name, "")
+	if m.Spec.Storage.Reclaim != v1alpha1.VolumeDelete {
+		meta.OwnerReferences = nil
+	}
+	return meta
 }
 
 // keyfileBytes of randomness encode to 756 base64 characters, within the 6 to

@@ -429,11 +429,13 @@ func TestSecrets(t *testing.T) {
 		m.Spec.Auth.AdminCredentialsSecretRef = &v1alpha1.SecretReference{Name: "mine"}
 	})
 	k := KeyfileSecret(m, "abc")
-	if k.Name != "db-keyfile" || string(k.Data["keyfile"]) != "abc" || !OwnedBy(k, m) || k.Labels[LabelCluster] != "db" {
+	// Credentials live as long as the volumes (see TestGeneratedSecretsFollowVolumeRetention).
+	owned := m.Spec.Storage.Reclaim == v1alpha1.VolumeDelete
+	if k.Name != "db-keyfile" || string(k.Data["keyfile"]) != "abc" || OwnedBy(k, m) != owned || k.Labels[LabelCluster] != "db" {
 		t.Errorf("keyfile secret %+v", k.ObjectMeta)
 	}
 	a := AdminSecret(m, "admin", "pw")
-	if a.Name != "mine" || string(a.Data["username"]) != "admin" || string(a.Data["password"]) != "pw" || !OwnedBy(a, m) {
+	if a.Name != "mine" || string(a.Data["username"]) != "admin" || string(a.Data["password"]) != "pw" || OwnedBy(a, m) != owned {
 		t.Errorf("admin secret %+v", a.ObjectMeta)
 	}
 }
@@ -489,6 +491,21 @@ func TestVolumeRetentionFollowsReclaim(t *testing.T) {
 		p := StatefulSet(m, Options{}).Spec.PersistentVolumeClaimRetentionPolicy
 		if p.WhenDeleted != want || p.WhenScaled != appsv1.RetainPersistentVolumeClaimRetentionPolicyType {
 			t.Errorf("reclaim %s: retention %+v", reclaim, p)
+		}
+	}
+}
+
+// Generated credentials live as long as the data they open.
+func TestGeneratedSecretsFollowVolumeRetention(t *testing.T) {
+	for reclaim, owned := range map[v1alpha1.VolumeReclaim]bool{v1alpha1.VolumeRetain: false, v1alpha1.VolumeDelete: true} {
+		m := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Reclaim = reclaim })
+		for _, s := range []*corev1.Secret{KeyfileSecret(m, "k"), AdminSecret(m, "admin", "p")} {
+			if got := len(s.OwnerReferences) == 1; got != owned {
+				t.Errorf("reclaim %s: Secret %s owned by the Mgors = %t, want %t", reclaim, s.Name, got, owned)
+			}
+			if s.Labels[LabelManagedBy] != ManagedBy {
+				t.Errorf("Secret %s lacks the managed-by label", s.Name)
+			}
 		}
 	}
 }

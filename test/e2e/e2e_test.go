@@ -309,6 +309,12 @@ func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
 	if n := len(strings.Fields(pvcs)); n != 3 {
 		t.Fatalf("reclaim Retain: %d volumes left, want 3:\n%s", n, pvcs)
 	}
+	// The credentials the kept data was made with stay too.
+	for _, s := range []string{m.KeyfileSecretName(), m.AdminSecretName()} {
+		if _, err := env.Client.CoreV1().Secrets(env.Namespace).Get(ctx, s, metav1.GetOptions{}); err != nil {
+			t.Errorf("reclaim Retain: Secret %s: %v", s, err)
+		}
+	}
 }
 
 // With reclaim Delete the volumes go with the Mgors.
