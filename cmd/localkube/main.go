@@ -109,11 +109,14 @@ func upCmd(ctx context.Context, args []string, log zerolog.Logger) error {
 	proxy := fs.Bool("kube-proxy", true, "run kube-proxy (nftables mode) for Service cluster IPs")
 	images := fs.String("image-table", "", "image table handed to the kubelets")
 	workloads := fs.String("workload-bin", "", "programs the built-in images carry (default <repo>/bin)")
+	mongosh := fs.String("mongosh-dir", os.Getenv("MONGOSH_DIR"), "npm prefix with node_modules/mongosh for the mongo images (default $MONGOSH_DIR, else <repo>/.cache/mongosh)")
+	mongod := fs.String("mongod-bin", os.Getenv("MONGOD_BIN"), "a real mongod for the mongo images instead of mongod-sim (default $MONGOD_BIN)")
 	_ = fs.Parse(args)
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	opts := cluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir, KubeProxy: *proxy, ImageTable: *images, WorkloadBin: *workloads}
+	opts := cluster.Options{Dir: *dir, Nodes: *nodes, BinDir: *binDir, KubeProxy: *proxy, ImageTable: *images, WorkloadBin: *workloads,
+		MongoshDir: *mongosh, MongodBin: *mongod}
 	if source, defBin, err := repoDefaults(); err == nil {
 		opts.Source = source
 		if opts.BinDir == "" {
@@ -122,6 +125,12 @@ func upCmd(ctx context.Context, args []string, log zerolog.Logger) error {
 		if opts.WorkloadBin == "" {
 			// `make build` puts mongod-sim and mgors-operator into <repo>/bin.
 			opts.WorkloadBin = filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(source))), "bin")
+		}
+		if opts.MongoshDir == "" {
+			// `make kubelet-mongosh` installs the shell there.
+			if d := filepath.Join(filepath.Dir(filepath.Dir(filepath.Dir(source))), ".cache", "mongosh"); fileExists(d) {
+				opts.MongoshDir = d
+			}
 		}
 	} else if opts.BinDir == "" && !fileExists(filepath.Join(*dir, "cluster.json")) {
 		return fmt.Errorf("outside a checkout pass --bin: %w", err)

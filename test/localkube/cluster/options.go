@@ -76,6 +76,12 @@ type Options struct {
 	// WorkloadBin holds the locally built programs the built-in images carry
 	// (mongod-sim, mgors-operator): kubelet.Config.BinDir.
 	WorkloadBin string
+	// MongoshDir is an npm prefix holding node_modules/mongosh, for the mongo
+	// images' /usr/bin/mongosh: kubelet.Config.MongoshDir.
+	MongoshDir string
+	// MongodBin, when set, is a real mongod that the mongo images run instead
+	// of mongod-sim: kubelet.Config.MongodBin.
+	MongodBin string
 }
 
 // NodeName is the name of Node n (1-based).

@@ -28,6 +28,8 @@ type state struct {
 	KubeProxy   bool   `json:"kubeProxy"`
 	ImageTable  string `json:"imageTable,omitempty"`
 	WorkloadBin string `json:"workloadBin,omitempty"`
+	MongoshDir  string `json:"mongoshDir,omitempty"`
+	MongodBin   string `json:"mongodBin,omitempty"`
 }
 
 // controlPlane lists the components that RestartControlPlane stops and starts, in
@@ -77,7 +79,8 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 		return err
 	}
 	if err := writeJSON(l.state(), state{Nodes: opts.Nodes, BinDir: opts.BinDir, Localkube: opts.Localkube,
-		KubeProxy: opts.KubeProxy, ImageTable: opts.ImageTable, WorkloadBin: opts.WorkloadBin}); err != nil {
+		KubeProxy: opts.KubeProxy, ImageTable: opts.ImageTable, WorkloadBin: opts.WorkloadBin,
+		MongoshDir: opts.MongoshDir, MongodBin: opts.MongodBin}); err != nil {
 		return err
 	}
 	if err := writeCredentials(l, opts); err != nil {
@@ -210,6 +213,12 @@ func resolve(l layout, opts Options) (Options, error) {
 		}
 		if opts.WorkloadBin == "" {
 			opts.WorkloadBin = st.WorkloadBin
+		}
+		if opts.MongoshDir == "" {
+			opts.MongoshDir = st.MongoshDir
+		}
+		if opts.MongodBin == "" {
+			opts.MongodBin = st.MongodBin
 		}
 		opts.KubeProxy = opts.KubeProxy || st.KubeProxy
 	}
@@ -412,6 +421,8 @@ func kubeletConfig(l layout, opts Options, n int) kubelet.Config {
 		TLSKey:        l.pki("kubelet-" + name + ".key"),
 		ClientCA:      l.pki("ca.crt"),
 		BinDir:        opts.WorkloadBin,
+		MongoshDir:    opts.MongoshDir,
+		MongodBin:     opts.MongodBin,
 	}
 }
 

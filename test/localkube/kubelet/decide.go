@@ -31,6 +31,11 @@ type observed struct {
 	WaitMessage string `json:"-"`
 	Ready       bool   `json:"-"` // readiness probe (true without one, while running)
 	Started     bool   `json:"-"` // startup probe (true without one, while running)
+	// Rerun marks a container of a pod whose sandbox was recreated (after the
+	// node's processes were all stopped): as on a real kubelet the pod runs
+	// again from the start, init containers first, without back-off; its
+	// restart count and last state are kept.
+	Rerun bool `json:"-"`
 }
 
 // plan is what the pod worker should do next.
@@ -77,7 +82,7 @@ func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base 
 	// startOrWait decides for one container that is not running.
 	startOrWait := func(name string, policy corev1.RestartPolicy) bool {
 		o := obs[name]
-		if o == nil || (o.Current == nil && !o.Running) {
+		if o == nil || o.Rerun || (o.Current == nil && !o.Running) {
 			p.Start = append(p.Start, name)
 			return true
 		}
@@ -110,7 +115,7 @@ func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base 
 			if o != nil && o.Running {
 				return p
 			}
-			if o != nil && o.Current != nil && o.Current.ExitCode == 0 {
+			if o != nil && !o.Rerun && o.Current != nil && o.Current.ExitCode == 0 {
 				continue
 			}
 			// An init container that failed is retried unless the pod never restarts.
@@ -151,7 +156,7 @@ func isSidecar(c *corev1.Container) bool {
 // appStarted reports whether any app container has run: the init phase is over.
 func appStarted(spec *corev1.PodSpec, obs map[string]*observed) bool {
 	for _, c := range spec.Containers {
-		if o := obs[c.Name]; o != nil && (o.Running || o.Current != nil) {
+		if o := obs[c.Name]; o != nil && !o.Rerun && (o.Running || o.Current != nil) {
 			return true
 		}
 	}
@@ -166,7 +171,7 @@ func appsFinished(spec *corev1.PodSpec, obs map[string]*observed) bool {
 	}
 	for _, c := range spec.Containers {
 		o := obs[c.Name]
-		if o == nil || o.Running || o.Current == nil || wantsRestart(spec.RestartPolicy, o.Current) {
+		if o == nil || o.Rerun || o.Running || o.Current == nil || wantsRestart(spec.RestartPolicy, o.Current) {
 			return false
 		}
 	}
@@ -183,12 +188,12 @@ func initDone(spec *corev1.PodSpec, obs map[string]*observed) bool {
 		c := &spec.InitContainers[i]
 		o := obs[c.Name]
 		if isSidecar(c) {
-			if o == nil || !o.Running || !o.Started {
+			if o == nil || o.Rerun || !o.Running || !o.Started {
 				return false
 			}
 			continue
 		}
-		if o == nil || o.Running || o.Current == nil || o.Current.ExitCode != 0 {
+		if o == nil || o.Rerun || o.Running || o.Current == nil || o.Current.ExitCode != 0 {
 			return false
 		}
 	}
@@ -203,7 +208,7 @@ func initFailed(spec *corev1.PodSpec, obs map[string]*observed) bool {
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		o := obs[c.Name]
-		if !isSidecar(c) && o != nil && !o.Running && o.Current != nil && o.Current.ExitCode != 0 {
+		if !isSidecar(c) && o != nil && !o.Rerun && !o.Running && o.Current != nil && o.Current.ExitCode != 0 {
 			return true
 		}
 	}

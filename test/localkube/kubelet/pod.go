@@ -49,12 +49,15 @@ type podWorker struct {
 
 	ctrs         map[string]*ctr
 	sandboxReady bool
-	ip           string
-	startTime    time.Time
-	volumes      map[string]string
-	volumesAt    time.Time
-	lastStatus   *corev1.PodStatus
-	tornDown     bool
+	// recovered is set when containers were restored from disk and none was
+	// still running: the sandbox must be recreated and the pod run anew.
+	recovered  bool
+	ip         string
+	startTime  time.Time
+	volumes    map[string]string
+	volumesAt  time.Time
+	lastStatus *corev1.PodStatus
+	tornDown   bool
 }
 
 func (w *podWorker) update(pod *corev1.Pod, gone bool) {
@@ -151,6 +154,12 @@ func (w *podWorker) recover() {
 		}
 		w.ctrs[e.Name()] = c
 	}
+	w.recovered = len(w.ctrs) > 0
+	for _, c := range w.ctrs {
+		if c.obs.Running {
+			w.recovered = false
+		}
+	}
 }
 
 func isMountPoint(p string) bool {
@@ -208,6 +217,17 @@ func (w *podWorker) sync(ctx context.Context) bool {
 			w.log.Warn().Err(err).Msg("set up pod sandbox")
 			w.writeStatus(ctx, pod)
 			return false
+		}
+		if w.recovered {
+			// A recreated sandbox (fresh emptyDirs, namespaces, mounts) runs the pod
+			// from the start, init containers first, as a real kubelet does.
+			for _, c := range w.ctrs {
+				if !c.obs.Running {
+					c.obs.Rerun = true
+				}
+			}
+			w.recovered = false
+			w.log.Info().Msg("pod sandbox recreated: its containers run again from the start")
 		}
 	}
 	if err := w.refreshVolumes(pod, false); err != nil {
@@ -527,6 +547,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 		}
 	}
 	x.obs.WaitReason, x.obs.WaitMessage = "", ""
+	x.obs.Rerun = false
 	x.obs.ID = l.ID
 	w.k.events.Eventf(pod, corev1.EventTypeNormal, "Pulled", "Container image %q already present on machine", c.Image)
 	w.k.events.Eventf(pod, corev1.EventTypeNormal, "Created", "Created container: %s", name)
