@@ -74,15 +74,15 @@ func TestCrashingContainerIsRestarted(t *testing.T) {
 // pod whose containers all succeed under restartPolicy Never ends Succeeded.
 func TestInitContainersRunFirst(t *testing.T) {
 	e := cluster(t)
-	pod := shellPod("init", "cat /work/order; stat -f -c %T /work")
+	pod := shellPod("init", "cat /initdir/order; stat -f -c %T /initdir")
 	pod.Spec.RestartPolicy = corev1.RestartPolicyNever
 	// In memory: a tmpfs shared by the pod's containers.
 	pod.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}}}
-	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/work"}}
+	mount := []corev1.VolumeMount{{Name: "work", MountPath: "/initdir"}}
 	pod.Spec.Containers[0].VolumeMounts = mount
 	for _, n := range []string{"first", "second"} {
 		pod.Spec.InitContainers = append(pod.Spec.InitContainers, corev1.Container{
-			Name: n, Image: "debian:12", Command: []string{"/bin/sh", "-c", "sleep 0.3; echo " + n + " >> /work/order"}, VolumeMounts: mount,
+			Name: n, Image: "debian:12", Command: []string{"/bin/sh", "-c", "sleep 0.3; echo " + n + " >> /initdir/order"}, VolumeMounts: mount,
 		})
 	}
 	p := e.create(t, pod)
