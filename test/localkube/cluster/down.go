@@ -106,21 +106,11 @@ func Down(ctx context.Context, dir string, purge bool, log zerolog.Logger) error
 	return nil
 }
 
-// killPodProcesses SIGKILLs every process that belongs to a pod of this cluster:
-// the containers recorded by the kubelets (nodes/*/pods/*/containers/*/pid, whose
-// process groups it kills) and any process whose root directory lies under dir
-// (a container's chroot), in case a pid file was never written. It returns how many
-// it signalled.
+// killPodProcesses SIGKILLs any process whose root directory lies under dir (a
+// container's chroot) after kubelet.KillAll killed the recorded containers: a
+// container whose pid file was never written. It returns how many it signalled.
 func killPodProcesses(dir string) int {
 	n := 0
-	files, _ := filepath.Glob(filepath.Join(dir, "nodes", "*", "pods", "*", "containers", "*", "pid"))
-	for _, f := range files {
-		if pid, ok := recordedPID(f); ok {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			_ = syscall.Kill(pid, syscall.SIGKILL)
-			n++
-		}
-	}
 	self := os.Getpid()
 	for _, pid := range processesRootedUnder(dir) {
 		if pid != self {
@@ -133,47 +123,6 @@ func killPodProcesses(dir string) int {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return n
-}
-
-// recordedPID reads a kubelet pid file ("PID STARTTICKS") and returns the PID if
-// that very process still runs (same start time: a recycled PID does not match).
-func recordedPID(path string) (int, bool) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0, false
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 1 {
-		return 0, false
-	}
-	pid, err := strconv.Atoi(f[0])
-	if err != nil || pid <= 1 || !alive(pid) {
-		return 0, false
-	}
-	if len(f) >= 2 {
-		if ticks, ok := startTicks(pid); !ok || ticks != f[1] {
-			return 0, false
-		}
-	}
-	return pid, true
-}
-
-// startTicks is field 22 of /proc/PID/stat.
-func startTicks(pid int) (string, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return "", false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return "", false
-	}
-	return f[19], true
 }
 
 // processesRootedUnder lists live processes whose root directory is inside dir.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mgors/operator/test/localkube/cluster"
 	"github.com/mgors/operator/test/localkube/harness"
+	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
 func output(t *testing.T, name string, args ...string) string {
@@ -147,7 +148,7 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "kept", metav1.GetOptions{}); err != nil {
 		t.Errorf("after the control-plane restart: %v", err)
 	}
-	pidsAfter, err := cluster.PodProcesses(dir, "default", "sleeper")
+	pidsAfter, err := kubelet.PodProcesses(dir, "default", "sleeper")
 	if err != nil || len(pidsAfter) != 1 || pidsAfter[0] != pidsBefore[0] {
 		t.Errorf("sleeper's process %v before the restart, %v after (%v)", pidsBefore, pidsAfter, err)
 	}
@@ -182,7 +183,7 @@ func grepLines(s, sub string) string {
 func waitSleeper(ctx context.Context, t *testing.T, dir string) []int {
 	t.Helper()
 	for {
-		pids, err := cluster.PodProcesses(dir, "default", "sleeper")
+		pids, err := kubelet.PodProcesses(dir, "default", "sleeper")
 		if err == nil && len(pids) > 0 {
 			return pids
 		}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/mgors/operator/test/localkube/cluster"
+	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
 var notDNS = regexp.MustCompile(`[^a-z0-9-]+`)
@@ -52,7 +53,7 @@ func createNamespace(t testing.TB, cs kubernetes.Interface) string {
 // to no API: the kubelet finds out the way it would on a real node.
 func (e *Env) signalPod(tb testing.TB, namespace, name string, sig syscall.Signal) {
 	tb.Helper()
-	pids, err := cluster.PodProcesses(e.Dir, namespace, name)
+	pids, err := kubelet.PodProcesses(e.Dir, namespace, name)
 	if err != nil {
 		tb.Fatalf("pod %s/%s: %v", namespace, name, err)
 	}
@@ -77,7 +78,7 @@ func (e *Env) KillPod(tb testing.TB, namespace, name string) {
 func (e *Env) StopPod(tb testing.TB, namespace, name string) {
 	e.signalPod(tb, namespace, name, syscall.SIGSTOP)
 	tb.Cleanup(func() {
-		if pids, err := cluster.PodProcesses(e.Dir, namespace, name); err == nil {
+		if pids, err := kubelet.PodProcesses(e.Dir, namespace, name); err == nil {
 			for _, pid := range pids {
 				_ = syscall.Kill(-pid, syscall.SIGCONT)
 			}
