@@ -152,6 +152,8 @@ func (d *decider) settleInFlight() {
 		d.emit(Initiated{Host: f.Target, ConfigVersion: o.Config.Version})
 	case ActCreateUser:
 		d.emit(AdminUserReady{User: "admin"})
+	case ActScale:
+		d.emit(ScaledTo{Replicas: f.Replicas})
 	}
 }
 
@@ -163,7 +165,7 @@ func (d *decider) observe() {
 		d.emit(view)
 	}
 	problems := o.Problems
-	if !samePr(problems, d.s.Problems) {
+	if !slices.Equal(problems, d.s.Problems) {
 		d.emit(ProblemsObserved{Problems: problems})
 	}
 	if !d.s.Initiated && o.Config != nil {
@@ -242,8 +244,6 @@ func sameView(a, b MembersObserved) bool {
 	return a.Primary == b.Primary && a.ConfigVersion == b.ConfigVersion && a.ConfigTerm == b.ConfigTerm &&
 		a.Pods == b.Pods && slices.Equal(a.Members, b.Members)
 }
-
-func samePr(a, b []Problem) bool { return slices.Equal(a, b) }
 
 // allAnswer reports whether every desired member answers hello, and names the
 // first that does not.
@@ -484,8 +484,13 @@ func (d *decider) recovering() {
 
 // ordinalOf is the data-member ordinal a config host names, -1 for other hosts.
 func ordinalOf(m *v1alpha1.Mgors, host string) int32 {
-	prefix := m.Name + "-"
 	name, _, _ := strings.Cut(host, ".")
+	return podOrdinal(m, name)
+}
+
+// podOrdinal is the ordinal of a data member's pod name (NAME-N), -1 for other pods.
+func podOrdinal(m *v1alpha1.Mgors, name string) int32 {
+	prefix := m.Name + "-"
 	if !strings.HasPrefix(name, prefix) {
 		return -1
 	}

@@ -65,7 +65,7 @@ type State struct {
 	Reconfigs int `json:"reconfigs"`
 	// ForcedReconfigs counts successful forced reconfigs.
 	ForcedReconfigs int `json:"forcedReconfigs"`
-	// Replicas is the StatefulSet size the actor last set.
+	// Replicas is the StatefulSet size the actor last set (from ScaledTo).
 	Replicas int32 `json:"replicas"`
 }
 
@@ -91,8 +91,6 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 				s.Reconfigs++
 			case ActForceReconfig:
 				s.ForcedReconfigs++
-			case ActScale:
-				s.Replicas = s.InFlight.Replicas
 			}
 		}
 		s.InFlight, s.LastFailure, s.Failures, s.FailedAt = nil, nil, 0, time.Time{}

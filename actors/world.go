@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -171,7 +172,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 	sort.Strings(missing)
 	o.ObjectsReady = len(missing) == 0
 	if !o.ObjectsReady {
-		o.ObjectsMessage = "to create or update: " + joinComma(missing)
+		o.ObjectsMessage = "to create or update: " + strings.Join(missing, ", ")
 	}
 
 	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
@@ -190,7 +191,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 
 // isMember is true for a data member's pod (not the arbiter's).
 func isMember(p *corev1.Pod, m *v1alpha1.Mgors) bool {
-	return p.Labels[kube.LabelComponent] == kube.ComponentMember && ordinalOf(m, p.Name+".") >= 0
+	return p.Labels[kube.LabelComponent] == kube.ComponentMember && podOrdinal(m, p.Name) >= 0
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -200,17 +201,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-func joinComma(s []string) string {
-	out := ""
-	for i, x := range s {
-		if i > 0 {
-			out += ", "
-		}
-		out += x
-	}
-	return out
 }
 
 // observeMembers asks each member hello, then the config and status from the
