@@ -27,6 +27,9 @@ const GitVersion = "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188"
 // understands it. Ignored lists what mongod accepts but the simulator
 // does not model, so the log can say so.
 type Config struct {
+	// ServerVersion is the mongod version this member reports and behaves as
+	// ("8.0.4", "7.0.14", "6.0.19"): buildInfo, built-in roles, FCV default.
+	ServerVersion  string
 	ReplSet        string
 	Port           int
 	BindIP         []string
@@ -109,7 +112,7 @@ var knownFlags = map[string]flagKind{
 // DefaultConfig is mongod's defaults: port 27017, bound to localhost only,
 // dbpath /data/db.
 func DefaultConfig() Config {
-	return Config{Port: 27017, BindIP: []string{"127.0.0.1"}, DBPath: "/data/db", ClusterAuth: "keyFile",
+	return Config{ServerVersion: Version, Port: 27017, BindIP: []string{"127.0.0.1"}, DBPath: "/data/db", ClusterAuth: "keyFile",
 		SetParameters: map[string]string{}, Parsed: map[string]any{}}
 }
 
@@ -425,4 +428,17 @@ Build Info: {
     }
 }
 `, Version, Version, GitVersion)
+}
+
+// MajorMinor is the "8.0" of ServerVersion, the form featureCompatibilityVersion takes.
+func (c Config) MajorMinor() string {
+	v := c.ServerVersion
+	if v == "" {
+		v = Version
+	}
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 {
+		return v
+	}
+	return parts[0] + "." + parts[1]
 }

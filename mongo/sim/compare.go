@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"bytes"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// typeOrder is MongoDB's canonical BSON comparison order.
+func typeOrder(t bson.Type) int {
+	switch t {
+	case bson.TypeMinKey:
+		return 1
+	case bson.TypeNull, bson.TypeUndefined, 0:
+		return 2
+	case bson.TypeDouble, bson.TypeInt32, bson.TypeInt64, bson.TypeDecimal128:
+		return 3
+	case bson.TypeString, bson.TypeSymbol:
+		return 4
+	case bson.TypeEmbeddedDocument:
+		return 5
+	case bson.TypeArray:
+		return 6
+	case bson.TypeBinary:
+		return 7
+	case bson.TypeObjectID:
+		return 8
+	case bson.TypeBoolean:
+		return 9
+	case bson.TypeDateTime:
+		return 10
+	case bson.TypeTimestamp:
+		return 11
+	case bson.TypeRegex:
+		return 12
+	case bson.TypeMaxKey:
+		return 100
+	}
+	return 50
+}
+
+// compareValues orders two values as MongoDB does (numbers across types).
+func compareValues(a, b bson.RawValue) int {
+	oa, ob := typeOrder(a.Type), typeOrder(b.Type)
+	if oa != ob {
+		return cmpInt(oa, ob)
+	}
+	switch oa {
+	case 2, 1, 100:
+		return 0
+	case 3:
+		fa, _ := a.AsFloat64OK()
+		fb, _ := b.AsFloat64OK()
+		if ia, ok := a.Int64OK(); ok {
+			if ib, ok := b.Int64OK(); ok {
+				return cmpInt64(ia, ib)
+			}
+		}
+		switch {
+		case fa < fb:
+			return -1
+		case fa > fb:
+			return 1
+		}
+		return 0
+	case 4:
+		sa, _ := a.StringValueOK()
+		sb, _ := b.StringValueOK()
+		return strings.Compare(sa, sb)
+	case 9:
+		ba, bb := a.Boolean(), b.Boolean()
+		if ba == bb {
+			return 0
+		}
+		if !ba {
+			return -1
+		}
+		return 1
+	case 10:
+		return cmpInt64(a.DateTime(), b.DateTime())
+	case 11:
+		ta, ia := a.Timestamp()
+		tb, ib := b.Timestamp()
+		if ta != tb {
+			return cmpInt64(int64(ta), int64(tb))
+		}
+		return cmpInt64(int64(ia), int64(ib))
+	case 5, 6:
+		return compareDocs(a, b)
+	}
+	return bytes.Compare(a.Value, b.Value)
+}
+
+func compareDocs(a, b bson.RawValue) int {
+	da := bson.Raw(a.Value)
+	db := bson.Raw(b.Value)
+	ea, _ := da.Elements()
+	eb, _ := db.Elements()
+	for i := 0; i < len(ea) && i < len(eb); i++ {
+		if c := compareValues(ea[i].Value(), eb[i].Value()); c != 0 {
+			return c
+		}
+		if a.Type == bson.TypeEmbeddedDocument {
+			if c := strings.Compare(ea[i].Key(), eb[i].Key()); c != 0 {
+				return c
+			}
+		}
+	}
+	return cmpInt(len(ea), len(eb))
+}
+
+func cmpInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func cmpInt64(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,244 @@
+package sim
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"sort"
+	"sync"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+type cursor struct {
+	ns   string
+	docs []bson.Raw
+}
+
+type cursorTable struct {
+	sync.Mutex
+	m map[int64]*cursor
+}
+
+func (t *cursorTable) add(c *cursor) int64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	id := int64(binary.LittleEndian.Uint64(b[:]) & 0x3fffffffffffffff)
+	if id == 0 {
+		id = 1
+	}
+	t.Lock()
+	t.m[id] = c
+	t.Unlock()
+	return id
+}
+
+// readView picks the store: majority-committed or latest applied.
+func (n *Node) readViewLocked(req *Request) *Data {
+	if lvl, _ := req.Body.Lookup("readConcern", "level").StringValueOK(); lvl == "majority" && n.cfg.ReplSet != "" {
+		return n.committed
+	}
+	return n.data
+}
+
+func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.Raw, error) {
+	n.mu.Lock()
+	var docs []bson.Raw
+	switch {
+	case db == "local" && coll == "oplog.rs":
+		for _, e := range n.oplog {
+			docs = append(docs, e.Raw)
+		}
+	case db == "local" && coll == "system.replset":
+		if n.rs != nil {
+			docs = append(docs, n.rs.Raw())
+		}
+	default:
+		docs = n.readViewLocked(req).Coll(db, coll, false).Docs()
+	}
+	n.mu.Unlock()
+	if filter == nil {
+		return docs, nil
+	}
+	out := docs[:0:0]
+	for _, d := range docs {
+		ok, err := Match(d, filter)
+		if err != nil {
+			return nil, cerr(2, "%s", err.Error())
+		}
+		if ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+func intField(req *Request, name string) int64 {
+	v, _ := numberOK(req.Body.Lookup(name))
+	return int64(v)
+}
+
+func (c *conn) cmdFind(req *Request) (bson.D, error) {
+	n := c.n
+	coll, e := collName(req, "find")
+	if e != nil {
+		return nil, e
+	}
+	db := req.DB()
+	filter, _ := req.Body.Lookup("filter").DocumentOK()
+	docs, err := n.matching(req, db, coll, filter)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
+		SortDocs(docs, s)
+	}
+	if skip := intField(req, "skip"); skip > 0 {
+		if int(skip) >= len(docs) {
+			docs = nil
+		} else {
+			docs = docs[skip:]
+		}
+	}
+	limit := intField(req, "limit")
+	if limit < 0 {
+		limit = -limit
+	}
+	if limit > 0 && int(limit) < len(docs) {
+		docs = docs[:limit]
+	}
+	if p, ok := req.Body.Lookup("projection").DocumentOK(); ok {
+		for i, d := range docs {
+			pd, err := Project(d, p)
+			if err != nil {
+				return nil, cerr(31253, "%s", err.Error())
+			}
+			docs[i] = pd
+		}
+	}
+	batch := int(intField(req, "batchSize"))
+	if _, err := req.Body.LookupErr("batchSize"); err != nil {
+		batch = 101
+	}
+	single, _ := req.Body.Lookup("singleBatch").BooleanOK()
+	return c.cursorReply(db+"."+coll, docs, batch, single, "firstBatch"), nil
+}
+
+func (c *conn) cursorReply(ns string, docs []bson.Raw, batch int, single bool, key string) bson.D {
+	first := docs
+	var id int64
+	if batch >= 0 && batch < len(docs) && !single {
+		first = docs[:batch]
+		id = c.n.cursors.add(&cursor{ns: ns, docs: docs[batch:]})
+	} else if batch >= 0 && batch < len(docs) {
+		first = docs[:batch]
+	}
+	arr := bson.A{}
+	for _, d := range first {
+		arr = append(arr, d)
+	}
+	return bson.D{{Key: "cursor", Value: bson.D{{Key: key, Value: arr}, {Key: "id", Value: id}, {Key: "ns", Value: ns}}}}
+}
+
+func (c *conn) cmdGetMore(req *Request) (bson.D, error) {
+	id, ok := req.Body.Lookup("getMore").Int64OK()
+	if !ok {
+		return nil, cerr(14, "BSON field 'getMore.getMore' is the wrong type, expected type 'long'")
+	}
+	coll, _ := req.Body.Lookup("collection").StringValueOK()
+	t := &c.n.cursors
+	t.Lock()
+	cur := t.m[id]
+	delete(t.m, id)
+	t.Unlock()
+	if cur == nil {
+		return nil, cerr(43, "cursor id %d not found", id)
+	}
+	if cur.ns != req.DB()+"."+coll {
+		return nil, cerr(13, "Requested getMore on namespace '%s.%s', but cursor belongs to a different namespace %s", req.DB(), coll, cur.ns)
+	}
+	batch := int(intField(req, "batchSize"))
+	if batch <= 0 {
+		batch = len(cur.docs)
+	}
+	return c.cursorReply(cur.ns, cur.docs, batch, false, "nextBatch"), nil
+}
+
+func (c *conn) cmdKillCursors(req *Request) (bson.D, error) {
+	arr, _ := req.Body.Lookup("cursors").ArrayOK()
+	vals, _ := arr.Values()
+	killed, notFound := bson.A{}, bson.A{}
+	t := &c.n.cursors
+	t.Lock()
+	for _, v := range vals {
+		id, _ := v.Int64OK()
+		if _, ok := t.m[id]; ok {
+			delete(t.m, id)
+			killed = append(killed, id)
+		} else {
+			notFound = append(notFound, id)
+		}
+	}
+	t.Unlock()
+	return bson.D{{Key: "cursorsKilled", Value: killed}, {Key: "cursorsNotFound", Value: notFound},
+		{Key: "cursorsAlive", Value: bson.A{}}, {Key: "cursorsUnknown", Value: bson.A{}}}, nil
+}
+
+func (c *conn) cmdCount(req *Request) (bson.D, error) {
+	coll, e := collName(req, "count")
+	if e != nil {
+		return nil, e
+	}
+	q, _ := req.Body.Lookup("query").DocumentOK()
+	docs, err := c.n.matching(req, req.DB(), coll, q)
+	if err != nil {
+		return nil, err
+	}
+	cnt := int64(len(docs))
+	if s := intField(req, "skip"); s > 0 {
+		cnt = max(0, cnt-s)
+	}
+	if l := intField(req, "limit"); l > 0 && l < cnt {
+		cnt = l
+	}
+	return bson.D{{Key: "n", Value: int32(cnt)}}, nil
+}
+
+func (c *conn) cmdDistinct(req *Request) (bson.D, error) {
+	coll, e := collName(req, "distinct")
+	if e != nil {
+		return nil, e
+	}
+	key, _ := req.Body.Lookup("key").StringValueOK()
+	q, _ := req.Body.Lookup("query").DocumentOK()
+	docs, err := c.n.matching(req, req.DB(), coll, q)
+	if err != nil {
+		return nil, err
+	}
+	var vals []bson.RawValue
+	for _, d := range docs {
+		v := lookupPath(d, key)
+		if v.Type == 0 {
+			continue
+		}
+		for _, x := range candidates(v) {
+			if x.Type == bson.TypeArray {
+				continue
+			}
+			dup := false
+			for _, y := range vals {
+				if typeOrder(x.Type) == typeOrder(y.Type) && compareValues(x, y) == 0 {
+					dup = true
+				}
+			}
+			if !dup {
+				vals = append(vals, x)
+			}
+		}
+	}
+	sort.SliceStable(vals, func(i, j int) bool { return compareValues(vals[i], vals[j]) < 0 })
+	arr := bson.A{}
+	for _, v := range vals {
+		arr = append(arr, v)
+	}
+	return bson.D{{Key: "values", Value: arr}}, nil
+}
