@@ -29,8 +29,10 @@ const GitVersion = "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188"
 type Config struct {
 	// ServerVersion is the mongod version this member reports and behaves as
 	// ("8.0.4", "7.0.14", "6.0.19"): buildInfo, built-in roles, FCV default.
-	ServerVersion  string
-	ReplSet        string
+	ServerVersion string
+	ReplSet       string
+	// OplogSizeMB is --oplogSize (replication.oplogSizeMB); 0 means mongod's default.
+	OplogSizeMB    int
 	Port           int
 	BindIP         []string
 	BindIPAll      bool
@@ -97,7 +99,7 @@ var knownFlags = map[string]flagKind{
 	"wiredTigerCollectionBlockCompressor": kindIgnoredValue, "wiredTigerIndexPrefixCompression": kindIgnoredValue,
 	"wiredTigerDirectoryForIndexes": kindIgnoredBool, "directoryperdb": kindIgnoredBool, "journal": kindIgnoredBool,
 	"nojournal": kindIgnoredBool, "enableEncryption": kindIgnoredBool, "encryptionKeyFile": kindIgnoredValue,
-	"encryptionCipherMode": kindIgnoredValue, "oplogSize": kindIgnoredValue, "logpath": kindValue,
+	"encryptionCipherMode": kindIgnoredValue, "oplogSize": kindValue, "logpath": kindValue,
 	"logappend": kindBool, "quiet": kindIgnoredBool, "verbose": kindIgnoredBool, "v": kindIgnoredBool,
 	"vv": kindIgnoredBool, "vvv": kindIgnoredBool, "fork": kindBool, "shutdown": kindBool, "pidfilepath": kindIgnoredValue,
 	"timeZoneInfo": kindIgnoredValue, "ipv6": kindIgnoredBool, "maxConns": kindIgnoredValue,
@@ -190,6 +192,13 @@ func (c *Config) apply(name, val string) error {
 			c.ReplSet = val[:k]
 		}
 		setParsed(c.Parsed, "replication.replSet", val)
+	case "oplogSize":
+		mb, err := strconv.Atoi(val)
+		if err != nil || mb < 0 {
+			return &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--oplogSize' is invalid\ntry 'mongod --help' for more information", val)}
+		}
+		c.OplogSizeMB = mb
+		setParsed(c.Parsed, "replication.oplogSizeMB", mb)
 	case "port":
 		p, err := strconv.Atoi(val)
 		if err != nil || p < 0 || p > 65535 {
@@ -315,7 +324,7 @@ func setParsed(m map[string]any, dotted string, v any) {
 // yamlKeys maps mongod's config-file options onto command-line flags.
 var yamlKeys = map[string]string{
 	"net.port": "port", "net.bindIp": "bind_ip", "net.bindIpAll": "bind_ip_all",
-	"storage.dbPath": "dbpath", "replication.replSetName": "replSet", "replication.replSet": "replSet",
+	"storage.dbPath": "dbpath", "replication.replSetName": "replSet", "replication.oplogSizeMB": "oplogSize", "replication.replSet": "replSet",
 	"security.keyFile": "keyFile", "security.clusterAuthMode": "clusterAuthMode",
 	"net.tls.mode": "tlsMode", "net.tls.certificateKeyFile": "tlsCertificateKeyFile", "net.tls.CAFile": "tlsCAFile",
 	"systemLog.path": "logpath", "systemLog.logAppend": "logappend", "processManagement.fork": "fork",

@@ -69,7 +69,7 @@ systemLog:
 		{name: "keyFile too open", args: []string{"--keyFile", open}, wantErr: "permissions on " + open + " are too open"},
 		{name: "setParameter and ignored", args: []string{"--setParameter", "a=b", "--wiredTigerCacheSizeGB", "0.25", "--bind_ip_all", "--oplogSize=50"},
 			check: func(t *testing.T, c Config) {
-				if c.SetParameters["a"] != "b" || !c.BindIPAll || !reflect.DeepEqual(c.Ignored, []string{"--oplogSize", "--wiredTigerCacheSizeGB"}) {
+				if c.SetParameters["a"] != "b" || !c.BindIPAll || c.OplogSizeMB != 50 || !reflect.DeepEqual(c.Ignored, []string{"--wiredTigerCacheSizeGB"}) {
 					t.Fatalf("%+v", c)
 				}
 			}},
