@@ -53,7 +53,11 @@ func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.
 			docs = append(docs, n.rs.Raw())
 		}
 	default:
-		docs = n.readViewLocked(req).Coll(db, coll, false).Docs()
+		cl := n.readViewLocked(req).Coll(db, coll, false)
+		var indexed bool
+		if docs, indexed = cl.viaIndex(filter); !indexed {
+			docs = cl.Docs()
+		}
 	}
 	n.mu.Unlock()
 	if filter == nil {

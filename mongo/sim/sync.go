@@ -94,6 +94,9 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 		}
 		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now, extra...))
 	}
+	if err := n.data.CheckWrites(entries); err != nil {
+		return OpTime{}, err
+	}
 	if err := n.store.AppendOplog(entries); err != nil {
 		return OpTime{}, err
 	}

@@ -1,0 +1,339 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Index is one secondary index of a collection: its spec as listIndexes
+// shows it and its entries, key string → _id keys of the documents.
+type Index struct {
+	Spec    bson.Raw // {v, key, name, options...}
+	Name    string
+	Key     bson.Raw
+	fields  []string
+	Unique  bool
+	Sparse  bool
+	Hidden  bool
+	Partial bson.Raw
+	TTL     int64 // expireAfterSeconds, valid when HasTTL
+	HasTTL  bool
+	entries map[string]map[string]struct{}
+	bytes   int64 // estimated size of the entries
+}
+
+// idIndexSpec is the spec of every collection's _id_ index.
+var idIndexSpec = mustRaw(bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}})
+
+// newIndex builds an index from a validated spec.
+func newIndex(spec bson.Raw) *Index {
+	ix := &Index{Spec: spec, entries: map[string]map[string]struct{}{}}
+	ix.Name, _ = spec.Lookup("name").StringValueOK()
+	ix.Key, _ = spec.Lookup("key").DocumentOK()
+	els, _ := ix.Key.Elements()
+	for _, e := range els {
+		ix.fields = append(ix.fields, e.Key())
+	}
+	ix.Unique, _ = spec.Lookup("unique").BooleanOK()
+	ix.Sparse, _ = spec.Lookup("sparse").BooleanOK()
+	ix.Hidden, _ = spec.Lookup("hidden").BooleanOK()
+	ix.Partial, _ = spec.Lookup("partialFilterExpression").DocumentOK()
+	if f, ok := numberOK(spec.Lookup("expireAfterSeconds")); ok {
+		ix.TTL, ix.HasTTL = int64(f), true
+	}
+	return ix
+}
+
+// indexKey is one entry a document gives an index.
+type indexKey struct {
+	str  string
+	vals []bson.RawValue // per field, for the dup key message
+}
+
+// keysOf returns the entries doc gives ix (none when sparse or partial
+// exclude it), or error 171 when two indexed fields are arrays.
+func (ix *Index) keysOf(doc bson.Raw) ([]indexKey, error) {
+	if ix.Partial != nil {
+		if ok, _ := Match(doc, ix.Partial); !ok {
+			return nil, nil
+		}
+	}
+	perField := make([][]bson.RawValue, len(ix.fields))
+	var arrays []string
+	present := false
+	for i, f := range ix.fields {
+		vals, multi := pathValues(doc, f)
+		if multi {
+			arrays = append(arrays, f)
+		}
+		for _, v := range vals {
+			present = present || v.Type != 0
+		}
+		perField[i] = vals
+	}
+	if ix.Sparse && !present {
+		return nil, nil
+	}
+	if len(arrays) > 1 {
+		return nil, cerr(171, "cannot index parallel arrays [%s] [%s]", arrays[1], arrays[0])
+	}
+	out := []indexKey{{}}
+	for _, vals := range perField {
+		var next []indexKey
+		for _, k := range out {
+			for _, v := range vals {
+				next = append(next, indexKey{str: k.str + keyString(v) + "|", vals: append(append([]bson.RawValue(nil), k.vals...), v)})
+			}
+		}
+		out = next
+	}
+	seen := map[string]bool{}
+	uniq := out[:0]
+	for _, k := range out {
+		if !seen[k.str] {
+			seen[k.str] = true
+			uniq = append(uniq, k)
+		}
+	}
+	return uniq, nil
+}
+
+func (ix *Index) add(id string, doc bson.Raw) {
+	keys, _ := ix.keysOf(doc)
+	for _, k := range keys {
+		m := ix.entries[k.str]
+		if m == nil {
+			m = map[string]struct{}{}
+			ix.entries[k.str] = m
+		}
+		if _, ok := m[id]; !ok {
+			m[id] = struct{}{}
+			ix.bytes += int64(len(k.str) + len(id))
+		}
+	}
+}
+
+func (ix *Index) remove(id string, doc bson.Raw) {
+	keys, _ := ix.keysOf(doc)
+	for _, k := range keys {
+		if m := ix.entries[k.str]; m != nil {
+			if _, ok := m[id]; ok {
+				delete(m, id)
+				ix.bytes -= int64(len(k.str) + len(id))
+			}
+			if len(m) == 0 {
+				delete(ix.entries, k.str)
+			}
+		}
+	}
+}
+
+// keyValue is the {field: value} document of a key, as errors report it.
+func (ix *Index) keyValue(k indexKey) (bson.D, string) {
+	d := bson.D{}
+	parts := make([]string, len(ix.fields))
+	for i, f := range ix.fields {
+		var v any
+		if k.vals[i].Type != 0 {
+			v = k.vals[i]
+		}
+		d = append(d, bson.E{Key: f, Value: v})
+		parts[i] = f + ": " + formatValue(k.vals[i])
+	}
+	return d, "{ " + strings.Join(parts, ", ") + " }"
+}
+
+// defaultIndexName is mongod's generated name: a_1_b_-1.
+func defaultIndexName(key bson.Raw) string {
+	els, _ := key.Elements()
+	parts := make([]string, 0, 2*len(els))
+	for _, e := range els {
+		v := e.Value()
+		s, ok := v.StringValueOK()
+		if !ok {
+			if f, isNum := numberOK(v); isNum {
+				s = canonicalFloat(f)
+			} else {
+				s = formatValue(v)
+			}
+		}
+		parts = append(parts, e.Key(), s)
+	}
+	return strings.Join(parts, "_")
+}
+
+// indexOptions are the fields mongod accepts in an index spec; the ones
+// the simulator does not model (text, geo, wildcard) are refused by key.
+var indexOptions = map[string]bool{
+	"v": true, "key": true, "name": true, "unique": true, "sparse": true, "partialFilterExpression": true,
+	"expireAfterSeconds": true, "hidden": true, "collation": true, "background": true, "storageEngine": true,
+	"prepareUnique": true, "ns": true, "weights": true, "default_language": true, "language_override": true,
+	"textIndexVersion": true, "2dsphereIndexVersion": true, "bits": true, "min": true, "max": true,
+	"bucketSize": true, "wildcardProjection": true, "coarsestIndexedLevel": true, "finestIndexedLevel": true,
+	"dropDups": true, "clustered": true,
+}
+
+// parseIndexSpec validates one createIndexes spec as mongod does and
+// returns it in listIndexes form: {v: 2, key, name, options...}.
+func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
+	inSpec := func(code int32, format string, a ...any) *CmdError {
+		return cerr(code, "Error in specification %s :: caused by :: %s", formatDoc(spec), fmt.Sprintf(format, a...))
+	}
+	els, _ := spec.Elements()
+	for _, e := range els {
+		if !indexOptions[e.Key()] {
+			return nil, inSpec(197, "The field '%s' is not valid for an index specification. Specification: %s", e.Key(), formatDoc(spec))
+		}
+	}
+	keyV, err := spec.LookupErr("key")
+	if err != nil {
+		return nil, cerr(40414, "BSON field 'createIndexes.indexes.key' is missing but a required field")
+	}
+	key, ok := keyV.DocumentOK()
+	if !ok {
+		return nil, cerr(14, "BSON field 'createIndexes.indexes.key' is the wrong type '%s', expected type 'object'", typeName(keyV.Type))
+	}
+	kels, _ := key.Elements()
+	if len(kels) == 0 {
+		return nil, inSpec(67, "Index keys cannot be empty.")
+	}
+	if len(kels) > 32 {
+		return nil, inSpec(13103, "Index key pattern too large: %d fields", len(kels))
+	}
+	for _, e := range kels {
+		f, isNum := numberOK(e.Value())
+		s, isStr := e.Value().StringValueOK()
+		switch {
+		case e.Key() == "" || strings.HasPrefix(e.Key(), "$") && e.Key() != "$**" || strings.Contains(e.Key(), ".."):
+			return nil, inSpec(67, "Index key contains an illegal field name: field name starts with '$'.")
+		case isNum && f == 0:
+			return nil, inSpec(67, "Values in the index key pattern can't be 0.")
+		case isStr:
+			return nil, inSpec(67, "Index type '%s' is not modelled by mongod-sim; only ascending and descending keys are", s)
+		case !isNum:
+			return nil, inSpec(67, "Values in v:2 index key pattern cannot be of type %s. Only numbers > 0, numbers < 0, and strings are allowed.", typeName(e.Value().Type))
+		}
+		if strings.Contains(e.Key(), "$**") {
+			return nil, inSpec(67, "wildcard indexes are not modelled by mongod-sim")
+		}
+	}
+	nameV, err := spec.LookupErr("name")
+	if err != nil {
+		return nil, cerr(40414, "BSON field 'createIndexes.indexes.name' is missing but a required field")
+	}
+	name, ok := nameV.StringValueOK()
+	if !ok {
+		return nil, cerr(14, "BSON field 'createIndexes.indexes.name' is the wrong type '%s', expected type 'string'", typeName(nameV.Type))
+	}
+	if name == "" {
+		return nil, inSpec(67, "index name cannot be empty")
+	}
+	if v, ok := numberOK(spec.Lookup("v")); ok && v != 2 && v != 1 {
+		return nil, inSpec(67, "Invalid index specification %s; cannot create an index with v=%v", formatDoc(spec), v)
+	}
+	isID := len(kels) == 1 && kels[0].Key() == "_id"
+	if isID && name != "_id_" {
+		// mongod builds {_id: 1} only as the _id index.
+		if f, _ := numberOK(kels[0].Value()); f > 0 {
+			return nil, inSpec(67, "The index name '%s' is not valid for an _id index specification", name)
+		}
+	}
+	for _, b := range []string{"unique", "sparse", "hidden", "background"} {
+		if v, err := spec.LookupErr(b); err == nil && v.Type != bson.TypeBoolean {
+			if _, isNum := numberOK(v); !isNum {
+				return nil, cerr(14, "The field '%s' must be a boolean, but got %s", b, typeName(v.Type))
+			}
+		}
+	}
+	if v, err := spec.LookupErr("partialFilterExpression"); err == nil {
+		pf, ok := v.DocumentOK()
+		if !ok {
+			return nil, inSpec(67, "The field 'partialFilterExpression' must be an object, but got %s", typeName(v.Type))
+		}
+		if _, err := Match(mustRaw(bson.D{}), pf); err != nil {
+			return nil, inSpec(67, "%s", err.Error())
+		}
+		if sp, _ := spec.Lookup("sparse").BooleanOK(); sp {
+			return nil, inSpec(67, "cannot mix \"partialFilterExpression\" and \"sparse\" options")
+		}
+	}
+	if v, err := spec.LookupErr("expireAfterSeconds"); err == nil {
+		f, ok := numberOK(v)
+		switch {
+		case !ok:
+			return nil, inSpec(67, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'. Index spec: %s", typeName(v.Type), formatDoc(spec))
+		case f < 0 || f > 2147483647:
+			return nil, inSpec(67, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: %s", formatDoc(spec))
+		case len(kels) > 1:
+			return nil, inSpec(67, "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: %s", formatDoc(spec))
+		case isID:
+			return nil, inSpec(67, "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s", formatDoc(spec))
+		}
+	}
+	if isID {
+		for _, o := range []string{"unique", "sparse", "partialFilterExpression", "hidden"} {
+			if _, err := spec.LookupErr(o); err == nil {
+				return nil, inSpec(197, "The field '%s' is not valid for an _id index specification. Specification: %s", o, formatDoc(spec))
+			}
+		}
+	}
+	if v, err := spec.LookupErr("collation"); err == nil {
+		if _, ok := v.DocumentOK(); !ok {
+			return nil, inSpec(14, "The field 'collation' must be an object, but got %s", typeName(v.Type))
+		}
+	}
+	out := bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: key}, {Key: "name", Value: name}}
+	for _, e := range els {
+		switch e.Key() {
+		case "v", "key", "name", "ns", "background", "dropDups":
+			continue
+		case "unique", "sparse", "hidden":
+			// listed only when set, as mongod lists them
+			if b, ok := e.Value().BooleanOK(); ok && !b {
+				continue
+			}
+			if f, ok := numberOK(e.Value()); ok && f == 0 {
+				continue
+			}
+			out = append(out, bson.E{Key: e.Key(), Value: true})
+		case "collation":
+			c, _ := e.Value().DocumentOK()
+			if loc, _ := c.Lookup("locale").StringValueOK(); loc == "simple" {
+				continue // the simple collation is the default
+			}
+			out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+		default:
+			out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+		}
+	}
+	return mustRaw(out), nil
+}
+
+// identifying reports whether two specs with the same key would be the
+// same index (mongod: key, unique, sparse, partialFilterExpression and
+// collation identify an index); identical whether all options agree.
+func compareSpecs(a, b bson.Raw) (identifying, identical bool) {
+	field := func(s bson.Raw, k string) string {
+		v, err := s.LookupErr(k)
+		if err != nil {
+			return ""
+		}
+		return keyString(v)
+	}
+	if field(a, "key") != field(b, "key") {
+		return false, false
+	}
+	for _, k := range []string{"unique", "sparse", "partialFilterExpression", "collation"} {
+		if field(a, k) != field(b, k) {
+			return false, false
+		}
+	}
+	for _, k := range []string{"expireAfterSeconds", "hidden", "storageEngine", "prepareUnique"} {
+		if field(a, k) != field(b, k) {
+			return true, false
+		}
+	}
+	return true, true
+}
