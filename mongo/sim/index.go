@@ -234,12 +234,6 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 		return nil, inSpec(67, "Invalid index specification %s; cannot create an index with v=%v", formatDoc(spec), v)
 	}
 	isID := len(kels) == 1 && kels[0].Key() == "_id"
-	if isID && name != "_id_" {
-		// mongod builds {_id: 1} only as the _id index.
-		if f, _ := numberOK(kels[0].Value()); f > 0 {
-			return nil, inSpec(67, "The index name '%s' is not valid for an _id index specification", name)
-		}
-	}
 	for _, b := range []string{"unique", "sparse", "hidden", "background"} {
 		if v, err := spec.LookupErr(b); err == nil && v.Type != bson.TypeBoolean {
 			if _, isNum := numberOK(v); !isNum {

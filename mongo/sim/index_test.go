@@ -122,6 +122,8 @@ func TestIndexCreateListDrop(t *testing.T) {
 	if !strings.Contains(err.Error(), "Index already exists with a different name: sku_1") {
 		t.Fatalf("message %v", err)
 	}
+	_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "_id", Value: 1}}, Options: options.Index().SetName("by_id")})
+	wantCode(t, "_id index under another name", err, 85)
 	_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(10)})
 	wantCode(t, "same name, other TTL", err, 85)
 	_, err = db.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: "items"}, {Key: "indexes", Value: bson.A{

@@ -175,9 +175,8 @@ func checkIndexBuild(cl *Collection, ns string, spec bson.Raw) error {
 	if failure == nil {
 		return nil
 	}
-	u := randomUUID()
 	ce := cmdErrorOf(failure)
-	ce.Msg = fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", randomUUID(), ns, u, ce.Msg)
+	ce.Msg = fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", randomUUID(), ns, randomUUID(), ce.Msg)
 	return ce
 }
 

@@ -1,0 +1,219 @@
+package sim
+
+import (
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+func rv(v any) bson.RawValue {
+	return mustRaw(bson.D{{Key: "v", Value: v}}).Lookup("v")
+}
+
+func TestKeyStringEquatesWhatIndexesEquate(t *testing.T) {
+	same := [][2]any{
+		{int32(1), 1.0}, {int64(1), int32(1)}, {2.5, 2.5}, {"x", "x"},
+		{bson.D{{Key: "a", Value: 1}}, bson.D{{Key: "a", Value: 1.0}}}, {nil, bson.Undefined{}},
+	}
+	for _, p := range same {
+		if keyString(rv(p[0])) != keyString(rv(p[1])) {
+			t.Errorf("%v and %v should be one key", p[0], p[1])
+		}
+	}
+	differ := [][2]any{
+		{int32(1), "1"}, {1.5, int32(1)}, {bson.D{{Key: "a", Value: 1}, {Key: "b", Value: 1}}, bson.D{{Key: "b", Value: 1}, {Key: "a", Value: 1}}},
+		{nil, int32(0)}, {bson.A{1}, int32(1)}, {true, int32(1)}, {"a", "b"},
+	}
+	for _, p := range differ {
+		if keyString(rv(p[0])) == keyString(rv(p[1])) {
+			t.Errorf("%v and %v should be different keys", p[0], p[1])
+		}
+	}
+	if keyString(bson.RawValue{}) != keyString(rv(nil)) {
+		t.Error("missing and null should be one key")
+	}
+}
+
+func TestFormatValueAsMongod(t *testing.T) {
+	oid, _ := bson.ObjectIDFromHex("64b7f0c2a1b2c3d4e5f60718")
+	cases := []struct {
+		v    any
+		want string
+	}{
+		{"x", `"x"`}, {int32(1), "1"}, {int64(7), "7"}, {1.0, "1.0"}, {2.5, "2.5"}, {nil, "null"}, {true, "true"},
+		{oid, "ObjectId('64b7f0c2a1b2c3d4e5f60718')"}, {bson.DateTime(1700000000000), "new Date(1700000000000)"},
+		{bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: "c"}}, `{ a: 1, b: "c" }`}, {bson.A{int32(1), "x"}, `[ 1, "x" ]`},
+		{bson.D{}, "{}"},
+	}
+	for _, c := range cases {
+		if got := formatValue(rv(c.v)); got != c.want {
+			t.Errorf("formatValue(%v) = %s, want %s", c.v, got, c.want)
+		}
+	}
+}
+
+func TestDefaultIndexName(t *testing.T) {
+	key := mustRaw(bson.D{{Key: "a", Value: 1}, {Key: "b.c", Value: -1}, {Key: "d", Value: 1.0}})
+	if got := defaultIndexName(key); got != "a_1_b.c_-1_d_1" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestPathValuesTraverseArrays(t *testing.T) {
+	doc := mustRaw(bson.D{{Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 1}}, bson.D{{Key: "b", Value: bson.A{2, 3}}}, bson.D{{Key: "c", Value: 1}}}}, {Key: "e", Value: bson.A{}}})
+	vals, multi := pathValues(doc, "a.b")
+	var got []string
+	for _, v := range vals {
+		got = append(got, formatValue(v))
+	}
+	if !multi || fmt.Sprint(got) != "[1 2 3 null]" {
+		t.Fatalf("a.b: %v %v", got, multi)
+	}
+	if vals, _ := pathValues(doc, "e"); len(vals) != 1 || vals[0].Type != bson.TypeUndefined {
+		t.Fatalf("empty array: %v", vals)
+	}
+}
+
+func entry(op, ns string, o bson.D, o2 ...bson.D) OplogEntry {
+	e := OplogEntry{Op: op, NS: ns, O: mustRaw(o)}
+	if len(o2) > 0 {
+		e.O2 = mustRaw(o2[0])
+	}
+	return e
+}
+
+// A batch is checked in order: a write may take a key an earlier write
+// of the same batch freed, and may not take one it took.
+func TestCheckWritesFollowsTheBatch(t *testing.T) {
+	d := NewData()
+	d.Apply(entry("c", "t.$cmd", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "name", Value: "k_1"}, {Key: "unique", Value: true}}))
+	d.Apply(entry("i", "t.c", bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "x"}}))
+	swap := []OplogEntry{
+		entry("u", "t.c", bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "y"}}, bson.D{{Key: "_id", Value: 1}}),
+		entry("i", "t.c", bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "x"}}),
+	}
+	if err := d.CheckWrites(swap); err != nil {
+		t.Fatalf("freed key refused: %v", err)
+	}
+	twice := []OplogEntry{
+		entry("i", "t.c", bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: "z"}}),
+		entry("i", "t.c", bson.D{{Key: "_id", Value: 4}, {Key: "k", Value: "z"}}),
+	}
+	err := d.CheckWrites(twice)
+	dk, ok := err.(*DuplicateKeyError)
+	if !ok || dk.Op != 1 || dk.Error() != `E11000 duplicate key error collection: t.c index: k_1 dup key: { k: "z" }` {
+		t.Fatalf("got %v", err)
+	}
+	del := []OplogEntry{entry("d", "t.c", bson.D{{Key: "_id", Value: 1}}), entry("i", "t.c", bson.D{{Key: "_id", Value: 5}, {Key: "k", Value: "x"}})}
+	if err := d.CheckWrites(del); err != nil {
+		t.Fatalf("key of a deleted document refused: %v", err)
+	}
+	if err := d.CheckWrites([]OplogEntry{entry("i", "t.c", bson.D{{Key: "_id", Value: int64(1)}})}); err == nil {
+		t.Fatal("_id 1 inserted twice")
+	}
+}
+
+func TestRemoveKeepsNaturalOrder(t *testing.T) {
+	d := NewData()
+	for i := range 300 {
+		d.Apply(entry("i", "t.c", bson.D{{Key: "_id", Value: i}}))
+	}
+	for i := 0; i < 300; i += 2 {
+		d.Apply(entry("d", "t.c", bson.D{{Key: "_id", Value: i}}))
+	}
+	d.Apply(entry("u", "t.c", bson.D{{Key: "_id", Value: 1}, {Key: "x", Value: 1}}))
+	docs := d.Coll("t", "c", false).Docs()
+	if len(docs) != 150 {
+		t.Fatalf("%d documents", len(docs))
+	}
+	for i, doc := range docs {
+		if doc.Lookup("_id").Int32() != int32(2*i+1) {
+			t.Fatalf("position %d holds %s", i, doc)
+		}
+	}
+	if d.Coll("t", "c", false).Get(rv(1.0)) == nil {
+		t.Fatal("_id 1.0 does not find _id 1")
+	}
+}
+
+// Index lookups return exactly what a scan returns, on random data
+// changed by random inserts, updates and deletes.
+func TestIndexLookupMatchesScan(t *testing.T) {
+	seed := time.Now().UnixNano()
+	rng := rand.New(rand.NewSource(seed))
+	pool := []any{int32(1), int64(1), 1.0, 2.5, "x", "y", nil, bson.A{int32(1), "x"}, bson.A{}, bson.D{{Key: "k", Value: 1}}, true, bson.DateTime(5)}
+	pick := func() any { return pool[rng.Intn(len(pool))] }
+	d := NewData()
+	for _, f := range []string{"a", "b.c"} {
+		d.Apply(entry("c", "t.$cmd", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: f, Value: 1}}}, {Key: "name", Value: f + "_1"}}))
+	}
+	randomDoc := func(id int) bson.D {
+		doc := bson.D{{Key: "_id", Value: id}}
+		if rng.Intn(5) > 0 {
+			doc = append(doc, bson.E{Key: "a", Value: pick()})
+		}
+		switch rng.Intn(3) {
+		case 0:
+			doc = append(doc, bson.E{Key: "b", Value: bson.D{{Key: "c", Value: pick()}}})
+		case 1:
+			doc = append(doc, bson.E{Key: "b", Value: bson.A{bson.D{{Key: "c", Value: pick()}}, bson.D{{Key: "c", Value: pick()}}}})
+		}
+		return doc
+	}
+	for i := range 300 {
+		d.Apply(entry("i", "t.c", randomDoc(i)))
+	}
+	for range 200 {
+		id := rng.Intn(300)
+		if rng.Intn(2) == 0 {
+			d.Apply(entry("d", "t.c", bson.D{{Key: "_id", Value: id}}))
+		} else {
+			d.Apply(entry("u", "t.c", randomDoc(id)))
+		}
+	}
+	cl := d.Coll("t", "c", false)
+	usedIndex := 0
+	for q := range 500 {
+		var filter bson.D
+		field := []string{"a", "b.c", "_id"}[rng.Intn(3)]
+		v := pick()
+		if field == "_id" {
+			v = int32(rng.Intn(300))
+		}
+		switch rng.Intn(3) {
+		case 0:
+			filter = bson.D{{Key: field, Value: v}}
+		case 1:
+			filter = bson.D{{Key: field, Value: bson.D{{Key: "$eq", Value: v}}}}
+		default:
+			filter = bson.D{{Key: field, Value: bson.D{{Key: "$in", Value: bson.A{v, pick()}}}}}
+		}
+		f := mustRaw(filter)
+		var scan, indexed []string
+		for _, doc := range cl.Docs() {
+			if ok, _ := Match(doc, f); ok {
+				scan = append(scan, doc.Lookup("_id").String())
+			}
+		}
+		cands, used := cl.viaIndex(f)
+		if used {
+			usedIndex++
+		} else {
+			cands = cl.Docs()
+		}
+		for _, doc := range cands {
+			if ok, _ := Match(doc, f); ok {
+				indexed = append(indexed, doc.Lookup("_id").String())
+			}
+		}
+		if fmt.Sprint(scan) != fmt.Sprint(indexed) {
+			t.Fatalf("seed %d query %d %s: scan %v, index %v", seed, q, f, scan, indexed)
+		}
+	}
+	if usedIndex < 200 {
+		t.Fatalf("indexes answered only %d of 500 queries", usedIndex)
+	}
+}
