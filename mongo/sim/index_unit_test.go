@@ -198,16 +198,15 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 				scan = append(scan, doc.Lookup("_id").String())
 			}
 		}
-		cands, used := cl.viaIndex(f)
-		if used {
+		if _, used := cl.viaIndex(f); used {
 			usedIndex++
-		} else {
-			cands = cl.Docs()
 		}
-		for _, doc := range cands {
-			if ok, _ := Match(doc, f); ok {
-				indexed = append(indexed, doc.Lookup("_id").String())
-			}
+		found, err := cl.Find(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, doc := range found {
+			indexed = append(indexed, doc.Lookup("_id").String())
 		}
 		if fmt.Sprint(scan) != fmt.Sprint(indexed) {
 			t.Fatalf("seed %d query %d %s: scan %v, index %v", seed, q, f, scan, indexed)

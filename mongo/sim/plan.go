@@ -49,6 +49,37 @@ func (c *Collection) viaIndex(filter bson.Raw) (docs []bson.Raw, ok bool) {
 	return nil, false
 }
 
+// Find returns the documents matching filter (all for nil) in natural
+// order, through an index when one applies; it copies only the matches.
+func (c *Collection) Find(filter bson.Raw) ([]bson.Raw, error) {
+	var out []bson.Raw
+	var failure error
+	keep := func(doc bson.Raw) bool {
+		if filter != nil {
+			ok, err := Match(doc, filter)
+			if err != nil {
+				failure = err
+				return false
+			}
+			if !ok {
+				return true
+			}
+		}
+		out = append(out, doc)
+		return true
+	}
+	if cands, ok := c.viaIndex(filter); ok {
+		for _, doc := range cands {
+			if !keep(doc) {
+				break
+			}
+		}
+	} else {
+		c.Each(keep)
+	}
+	return out, failure
+}
+
 // byPos returns the documents of the given _id keys once each, in
 // natural order.
 func (c *Collection) byPos(ids func(yield func(string))) []bson.Raw {
