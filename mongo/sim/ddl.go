@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -11,6 +12,14 @@ import (
 var createOptions = map[string]bool{"capped": true, "size": true, "max": true, "validator": true,
 	"validationLevel": true, "validationAction": true, "collation": true, "storageEngine": true,
 	"indexOptionDefaults": true, "changeStreamPreAndPostImages": true}
+
+// createIgnored are create fields mongod accepts that change nothing here:
+// the command's own arguments and the generic ones every command takes.
+var createIgnored = map[string]bool{"create": true, "idIndex": true, "autoIndexId": true, "flags": true, "temp": true,
+	"recordPreImages": true, "$db": true, "$readPreference": true, "$clusterTime": true, "lsid": true, "txnNumber": true,
+	"autocommit": true, "startTransaction": true, "writeConcern": true, "readConcern": true, "comment": true,
+	"maxTimeMS": true, "apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true, "$audit": true,
+	"$client": true, "mayBypassWriteBlocking": true, "txnRetryCounter": true}
 
 func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 	coll, e := collName(req, "create")
@@ -24,13 +33,23 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 		switch k := el.Key(); {
 		case createOptions[k]:
 			opts = append(opts, bson.E{Key: k, Value: el.Value()})
-		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "viewOn" || k == "pipeline":
+		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "viewOn" || k == "pipeline" || k == "encryptedFields":
 			return nil, cerr(72, "The '%s' option is not modelled by mongod-sim", k)
+		case !createIgnored[k]:
+			return nil, cerr(40415, "BSON field 'create.%s' is an unknown field.", k)
 		}
 	}
+	if strings.ContainsRune(coll, 0) {
+		return nil, cerr(73, "Invalid collection name: %s", coll)
+	}
 	capped, _ := req.Body.Lookup("capped").BooleanOK()
-	if _, err := req.Body.LookupErr("size"); err != nil && capped {
+	_, sizeErr := req.Body.LookupErr("size")
+	_, maxErr := req.Body.LookupErr("max")
+	switch {
+	case capped && sizeErr != nil:
 		return nil, cerr(72, "the 'size' field is required when 'capped' is true")
+	case !capped && (sizeErr == nil || maxErr == nil):
+		return nil, cerr(72, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present")
 	}
 	if v, err := req.Body.LookupErr("validationLevel"); err == nil {
 		if s, _ := v.StringValueOK(); s != "off" && s != "strict" && s != "moderate" {
@@ -44,10 +63,13 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 	if cl := n.data.Coll(db, coll, false); cl != nil {
 		same := keyString(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: optionsOf(cl)}) == keyString(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: mustRaw(opts)})
 		n.mu.Unlock()
-		if same {
-			return bson.D{}, nil // mongod 7.0: create is idempotent with the same options
+		switch {
+		case n.cfg.MajorMinor() < "7.0":
+			return nil, cerr(48, "Collection already exists. NS: %s.%s", db, coll)
+		case same:
+			return bson.D{}, nil // 7.0 and later: create is idempotent with the same options
 		}
-		return nil, cerr(48, "Collection %s.%s already exists with different options.", db, coll)
+		return nil, cerr(48, "namespace %s.%s already exists, but with different options: %s", db, coll, formatDoc(optionsOf(cl)))
 	}
 	_, err := n.writeOplogLocked([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(o)}}, false)
 	n.mu.Unlock()

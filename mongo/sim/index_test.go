@@ -396,6 +396,8 @@ func TestCollModRenameAndCreateOptions(t *testing.T) {
 		t.Fatalf("create again with the same options: %v", err)
 	}
 	wantCode(t, "create again with other options", db.CreateCollection(ctx, "log"), 48)
+	wantCode(t, "size without capped", db.RunCommand(ctx, bson.D{{Key: "create", Value: "c2"}, {Key: "size", Value: 100}}).Err(), 72)
+	wantCode(t, "unknown create option", db.RunCommand(ctx, bson.D{{Key: "create", Value: "c2"}, {Key: "unknown", Value: 1}}).Err(), 40415)
 	wantCode(t, "capped without size", db.RunCommand(ctx, bson.D{{Key: "create", Value: "c2"}, {Key: "capped", Value: true}}).Err(), 72)
 	wantCode(t, "clustered", db.RunCommand(ctx, bson.D{{Key: "create", Value: "c3"}, {Key: "clusteredIndex", Value: bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "unique", Value: true}}}}).Err(), 72)
 	specs, err := db.ListCollectionSpecifications(ctx, bson.D{})

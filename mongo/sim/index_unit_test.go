@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -214,5 +215,43 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 	}
 	if usedIndex < 200 {
 		t.Fatalf("indexes answered only %d of 500 queries", usedIndex)
+	}
+}
+
+// create on an existing collection: 48 before 7.0; from 7.0 ok with the
+// same options and 48 with others.
+func TestCreateExistingCollectionByVersion(t *testing.T) {
+	for _, c := range []struct {
+		version         string
+		same, different int32
+	}{{"6.0.19", 48, 48}, {"7.0.14", 0, 48}, {"8.0.4", 0, 48}} {
+		cfg := DefaultConfig()
+		cfg.DBPath = t.TempDir()
+		cfg.ServerVersion = c.version
+		n, err := NewNode(cfg, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cn := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+		code := func(cmd bson.D) int32 {
+			reply, _ := cn.handle(&Request{Body: mustRaw(append(cmd, bson.E{Key: "$db", Value: "t"}))})
+			for _, e := range reply {
+				if e.Key == "code" {
+					return e.Value.(int32)
+				}
+			}
+			return 0
+		}
+		capped := bson.D{{Key: "create", Value: "c"}, {Key: "capped", Value: true}, {Key: "size", Value: int32(4096)}}
+		if got := code(capped); got != 0 {
+			t.Fatalf("%s: first create %d", c.version, got)
+		}
+		if got := code(capped); got != c.same {
+			t.Errorf("%s: same options: %d, want %d", c.version, got, c.same)
+		}
+		if got := code(bson.D{{Key: "create", Value: "c"}}); got != c.different {
+			t.Errorf("%s: other options: %d, want %d", c.version, got, c.different)
+		}
+		_ = n.store.Close()
 	}
 }
