@@ -97,6 +97,9 @@ func (c *conn) cmdDrop(req *Request) (bson.D, error) {
 	cl := c.n.data.Coll(db, coll, false)
 	if cl == nil {
 		c.n.mu.Unlock()
+		if c.n.cfg.MajorMinor() < "7.0" {
+			return nil, cerr(26, "ns not found")
+		}
 		return bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "nIndexesWas", Value: int32(0)}}, nil
 	}
 	nIndexes := int32(1 + len(cl.Indexes))

@@ -249,6 +249,9 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 		if _, err := Match(mustRaw(bson.D{}), pf); err != nil {
 			return nil, inSpec(67, "%s", err.Error())
 		}
+		if op := unsupportedInPartial(pf, true); op != "" {
+			return nil, inSpec(67, "Expression not supported in partial index: %s", op)
+		}
 		if sp, _ := spec.Lookup("sparse").BooleanOK(); sp {
 			return nil, inSpec(67, "cannot mix \"partialFilterExpression\" and \"sparse\" options")
 		}
@@ -330,4 +333,43 @@ func compareSpecs(a, b bson.Raw) (identifying, identical bool) {
 		}
 	}
 	return true, true
+}
+
+// partialOps are the operators mongod allows in a partialFilterExpression.
+var partialOps = map[string]bool{"$eq": true, "$exists": true, "$gt": true, "$gte": true, "$lt": true, "$lte": true, "$type": true, "$in": true}
+
+// unsupportedInPartial names the first expression of a partial filter
+// mongod refuses ($and/$or only at the top, $exists only true), or "".
+func unsupportedInPartial(filter bson.Raw, top bool) string {
+	els, _ := filter.Elements()
+	for _, e := range els {
+		k := e.Key()
+		if strings.HasPrefix(k, "$") {
+			if !top || k != "$and" && k != "$or" {
+				return k
+			}
+			arr, _ := e.Value().ArrayOK()
+			vals, _ := arr.Values()
+			for _, v := range vals {
+				sub, _ := v.DocumentOK()
+				if op := unsupportedInPartial(sub, false); op != "" {
+					return op
+				}
+			}
+			continue
+		}
+		if !isOperatorDoc(e.Value()) {
+			continue
+		}
+		ops, _ := e.Value().Document().Elements()
+		for _, op := range ops {
+			if !partialOps[op.Key()] {
+				return k + " " + op.Key()
+			}
+			if b, ok := op.Value().BooleanOK(); op.Key() == "$exists" && ok && !b {
+				return k + " $exists: false"
+			}
+		}
+	}
+	return ""
 }

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,15 @@ func TestIndexCreateListDrop(t *testing.T) {
 	wantCode(t, "text index", err, 67)
 	_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "z", Value: 1}, {Key: "w", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(5)})
 	wantCode(t, "compound TTL", err, 67)
+
+	_, err = coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "z", Value: 1}}, Options: options.Index().SetPartialFilterExpression(bson.D{{Key: "q", Value: bson.D{{Key: "$ne", Value: 1}}}})})
+	wantCode(t, "$ne in a partial filter", err, 67)
+	var many []mongo.IndexModel
+	for i := range 60 {
+		many = append(many, mongo.IndexModel{Keys: bson.D{{Key: fmt.Sprintf("f%d", i), Value: 1}}})
+	}
+	_, err = coll.Indexes().CreateMany(ctx, many)
+	wantCode(t, "more than 64 indexes", err, 67)
 
 	// dropIndexes: by name, key pattern, list, "*"
 	if err := coll.Indexes().DropOne(ctx, "tag_1"); err != nil {

@@ -219,12 +219,13 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 }
 
 // create on an existing collection: 48 before 7.0; from 7.0 ok with the
-// same options and 48 with others.
-func TestCreateExistingCollectionByVersion(t *testing.T) {
+// same options and 48 with others. drop of a missing collection: 26
+// before 7.0, ok from 7.0.
+func TestCreateAndDropByVersion(t *testing.T) {
 	for _, c := range []struct {
-		version         string
-		same, different int32
-	}{{"6.0.19", 48, 48}, {"7.0.14", 0, 48}, {"8.0.4", 0, 48}} {
+		version                  string
+		same, different, dropped int32
+	}{{"6.0.19", 48, 48, 26}, {"7.0.14", 0, 48, 0}, {"8.0.4", 0, 48, 0}} {
 		cfg := DefaultConfig()
 		cfg.DBPath = t.TempDir()
 		cfg.ServerVersion = c.version
@@ -251,6 +252,9 @@ func TestCreateExistingCollectionByVersion(t *testing.T) {
 		}
 		if got := code(bson.D{{Key: "create", Value: "c"}}); got != c.different {
 			t.Errorf("%s: other options: %d, want %d", c.version, got, c.different)
+		}
+		if got := code(bson.D{{Key: "drop", Value: "missing"}}); got != c.dropped {
+			t.Errorf("%s: drop missing: %d, want %d", c.version, got, c.dropped)
 		}
 		_ = n.store.Close()
 	}

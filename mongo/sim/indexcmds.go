@@ -7,6 +7,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
+// maxIndexes is mongod's limit of indexes per collection, _id_ included.
+const maxIndexes = 64
+
 // cmdCreateIndexes builds indexes as mongod 7.0 does, each one an oplog
 // entry {createIndexes: coll, v, key, name, ...} that every member applies.
 func (c *conn) cmdCreateIndexes(req *Request) (bson.D, error) {
@@ -57,6 +60,10 @@ func (c *conn) cmdCreateIndexes(req *Request) (bson.D, error) {
 		if !exists {
 			build = append(build, spec)
 		}
+	}
+	if int(before)+len(build) > maxIndexes {
+		n.mu.Unlock()
+		return nil, cerr(67, "add index fails, too many indexes for %s key:%s", ns, formatValue(build[len(build)-1].Lookup("key")))
 	}
 	for _, spec := range build {
 		if err := checkIndexBuild(cl, ns, spec); err != nil {
