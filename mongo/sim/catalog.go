@@ -1,12 +1,16 @@
 package sim
 
 import (
+	"crypto/sha256"
+	"fmt"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // applyCommand applies a DDL oplog entry (op "c") to the store; like
 // every entry it is idempotent.
-func (d *Data) applyCommand(db string, o bson.Raw) {
+func (d *Data) applyCommand(db string, e OplogEntry) {
+	o := e.O
 	first, err := o.IndexErr(0)
 	if err != nil {
 		return
@@ -14,7 +18,7 @@ func (d *Data) applyCommand(db string, o bson.Raw) {
 	name, _ := first.Value().StringValueOK()
 	switch first.Key() {
 	case "create":
-		c := d.Coll(db, name, true)
+		c := d.collFor(e, db, name)
 		if opts := withoutFields(o, "create", "idIndex"); len(opts) > 5 {
 			c.Options = opts
 		}
@@ -23,7 +27,7 @@ func (d *Data) applyCommand(db string, o bson.Raw) {
 	case "dropDatabase":
 		delete(d.dbs, db)
 	case "createIndexes":
-		d.Coll(db, name, true).addIndex(withoutFields(o, "createIndexes"))
+		d.collFor(e, db, name).addIndex(withoutFields(o, "createIndexes"))
 	case "dropIndexes":
 		if c := d.Coll(db, name, false); c != nil {
 			ixName, _ := o.Lookup("index").StringValueOK()
@@ -48,6 +52,20 @@ func (d *Data) applyCommand(db string, o bson.Raw) {
 		}
 		d.dbs[toDB][toColl] = c
 	}
+}
+
+// collFor returns a collection, creating it for entry e with a UUID
+// derived from the entry.
+func (d *Data) collFor(e OplogEntry, db, coll string) *Collection {
+	if c := d.Coll(db, coll, false); c != nil {
+		return c
+	}
+	c := d.Coll(db, coll, true)
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s.%s|%d|%d|%d", db, coll, e.TS.T, e.TS.I, e.T)))
+	copy(c.UUID[:], sum[:16])
+	c.UUID[6] = c.UUID[6]&0x0f | 0x40
+	c.UUID[8] = c.UUID[8]&0x3f | 0x80
+	return c
 }
 
 func (d *Data) dropColl(db, coll string) {

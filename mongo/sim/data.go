@@ -16,6 +16,7 @@ type Collection struct {
 	dead    int      // removed slots in order
 	Indexes []*Index // secondary indexes in creation order; _id_ is docs itself
 	Options bson.Raw // create/collMod options, as listCollections shows them
+	UUID    [16]byte // derived from the entry that created it, so equal on every member
 }
 
 type record struct {
@@ -160,14 +161,14 @@ func (d *Data) Apply(e OplogEntry) {
 	db, coll := splitNS(e.NS)
 	switch e.Op {
 	case "i", "u":
-		c := d.Coll(db, coll, true)
+		c := d.collFor(e, db, coll)
 		c.put(postImage(c.Get(e.O.Lookup("_id")), e))
 	case "d":
 		if c := d.Coll(db, coll, false); c != nil {
 			c.remove(e.O.Lookup("_id"))
 		}
 	case "c":
-		d.applyCommand(db, e.O)
+		d.applyCommand(db, e)
 	}
 }
 

@@ -189,8 +189,10 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 	n.mu.Lock()
 	names := n.data.CollNames(db)
 	options := map[string]bson.Raw{}
+	uuids := map[string][16]byte{}
 	for _, name := range names {
-		options[name] = optionsOf(n.data.Coll(db, name, false))
+		cl := n.data.Coll(db, name, false)
+		options[name], uuids[name] = optionsOf(cl), cl.UUID
 	}
 	if db == "local" && n.cfg.ReplSet != "" {
 		names = append(names, "oplog.rs", "system.replset")
@@ -204,7 +206,11 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 			if opts == nil {
 				opts = mustRaw(bson.D{})
 			}
-			d = append(d, bson.E{Key: "options", Value: opts}, bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}}},
+			info := bson.D{{Key: "readOnly", Value: false}}
+			if u, ok := uuids[name]; ok {
+				info = append(info, bson.E{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: u[:]}})
+			}
+			d = append(d, bson.E{Key: "options", Value: opts}, bson.E{Key: "info", Value: info},
 				bson.E{Key: "idIndex", Value: idIndexSpec})
 		}
 		raw := mustRaw(d)

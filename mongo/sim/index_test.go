@@ -318,6 +318,17 @@ func TestIndexesReplicatedAndRebuiltFromOplog(t *testing.T) {
 		_ = cur.All(ctx, &specs)
 		return len(specs) == 2
 	})
+	uuidOf := func(db *mongo.Database) string {
+		specs, err := db.ListCollectionSpecifications(ctx, bson.D{{Key: "name", Value: "users"}})
+		if err != nil || len(specs) != 1 || specs[0].UUID == nil {
+			t.Fatalf("listCollections: %v %v", specs, err)
+		}
+		return fmt.Sprintf("%x", specs[0].UUID.Data)
+	}
+	primaryUUID := uuidOf(ms[0].client(t).Database("app"))
+	if got := uuidOf(secColl.Database()); got != primaryUUID {
+		t.Fatalf("collection UUID %s on the primary, %s on the secondary", primaryUUID, got)
+	}
 	// the oplog holds the build as mongod writes it
 	oplog := ms[0].client(t).Database("local").Collection("oplog.rs")
 	var entry bson.Raw
@@ -334,6 +345,9 @@ func TestIndexesReplicatedAndRebuiltFromOplog(t *testing.T) {
 	coll = ms[0].client(t).Database("app").Collection("users")
 	_, err := coll.InsertOne(ctx, bson.D{{Key: "email", Value: "a@x"}})
 	dupErr(t, "after restart", err)
+	if got := uuidOf(coll.Database()); got != primaryUUID {
+		t.Fatalf("collection UUID %s after restart, was %s", got, primaryUUID)
+	}
 }
 
 func TestTTLMonitorDeletesExpiredDocuments(t *testing.T) {

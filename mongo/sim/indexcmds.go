@@ -183,7 +183,7 @@ func checkIndexBuild(cl *Collection, ns string, spec bson.Raw) error {
 		return nil
 	}
 	ce := cmdErrorOf(failure)
-	ce.Msg = fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", randomUUID(), ns, randomUUID(), ce.Msg)
+	ce.Msg = fmt.Sprintf("Index build failed: %s: Collection %s ( %s ) :: caused by :: %s", randomUUID(), ns, formatUUID(cl.UUID), ce.Msg)
 	return ce
 }
 
@@ -193,6 +193,10 @@ func randomUUID() string {
 	_, _ = rand.Read(b[:])
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
+	return formatUUID(b)
+}
+
+func formatUUID(b [16]byte) string {
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }
 
