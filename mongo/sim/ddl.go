@@ -31,6 +31,14 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 	els, _ := req.Body.Elements()
 	for _, el := range els {
 		switch k := el.Key(); {
+		case k == "collation":
+			c, ok := el.Value().DocumentOK()
+			if !ok {
+				return nil, cerr(14, "BSON field 'create.collation' is the wrong type '%s', expected type 'object'", typeName(el.Value().Type))
+			}
+			if loc, _ := c.Lookup("locale").StringValueOK(); loc != "simple" {
+				opts = append(opts, bson.E{Key: k, Value: fullCollation(c)})
+			}
 		case createOptions[k]:
 			opts = append(opts, bson.E{Key: k, Value: el.Value()})
 		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "viewOn" || k == "pipeline" || k == "encryptedFields":

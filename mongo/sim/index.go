@@ -300,7 +300,7 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 			if loc, _ := c.Lookup("locale").StringValueOK(); loc == "simple" {
 				continue // the simple collation is the default
 			}
-			out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+			out = append(out, bson.E{Key: e.Key(), Value: fullCollation(c)})
 		default:
 			out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
 		}
@@ -372,4 +372,22 @@ func unsupportedInPartial(filter bson.Raw, top bool) string {
 		}
 	}
 	return ""
+}
+
+// fullCollation is a collation with every field, as mongod lists it
+// (ICU 57.1 defaults for those not given).
+func fullCollation(c bson.Raw) bson.D {
+	out := bson.D{{Key: "locale", Value: ""}, {Key: "caseLevel", Value: false}, {Key: "caseFirst", Value: "off"},
+		{Key: "strength", Value: int32(3)}, {Key: "numericOrdering", Value: false}, {Key: "alternate", Value: "non-ignorable"},
+		{Key: "maxVariable", Value: "punct"}, {Key: "normalization", Value: false}, {Key: "backwards", Value: false},
+		{Key: "version", Value: "57.1"}}
+	els, _ := c.Elements()
+	for _, e := range els {
+		v := any(e.Value())
+		if f, ok := numberOK(e.Value()); ok {
+			v = int32(f)
+		}
+		out = setField(out, e.Key(), v, false)
+	}
+	return out
 }

@@ -111,8 +111,16 @@ func TestIndexCreateListDrop(t *testing.T) {
 	if s := specs["at_1"]; s.Lookup("expireAfterSeconds").AsInt64() != 3600 {
 		t.Fatalf("at_1 spec %s", s)
 	}
-	if s := specs["xy"]; s.Lookup("partialFilterExpression", "q", "$gt").AsInt64() != 5 || s.Lookup("collation", "locale").StringValue() != "en" {
+	if s := specs["xy"]; s.Lookup("partialFilterExpression", "q", "$gt").AsInt64() != 5 || s.Lookup("collation", "locale").StringValue() != "en" ||
+		s.Lookup("collation", "strength").Int32() != 2 || s.Lookup("collation", "version").StringValue() != "57.1" {
 		t.Fatalf("xy spec %s", s)
+	}
+
+	// the same request again is a no-op, collation and all
+	if _, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "x.y", Value: -1}}, Options: options.Index().SetName("xy").
+		SetPartialFilterExpression(bson.D{{Key: "q", Value: bson.D{{Key: "$gt", Value: 5}}}}).
+		SetCollation(&options.Collation{Locale: "en", Strength: 2})}); err != nil {
+		t.Fatal(err)
 	}
 
 	// mongod's conflicts and spec errors
