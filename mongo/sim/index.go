@@ -145,25 +145,6 @@ func (ix *Index) keyValue(k indexKey) (bson.D, string) {
 	return d, "{ " + strings.Join(parts, ", ") + " }"
 }
 
-// defaultIndexName is mongod's generated name: a_1_b_-1.
-func defaultIndexName(key bson.Raw) string {
-	els, _ := key.Elements()
-	parts := make([]string, 0, 2*len(els))
-	for _, e := range els {
-		v := e.Value()
-		s, ok := v.StringValueOK()
-		if !ok {
-			if f, isNum := numberOK(v); isNum {
-				s = canonicalFloat(f)
-			} else {
-				s = formatValue(v)
-			}
-		}
-		parts = append(parts, e.Key(), s)
-	}
-	return strings.Join(parts, "_")
-}
-
 // indexOptions are the fields mongod accepts in an index spec; the ones
 // the simulator does not model (text, geo, wildcard) are refused by key.
 var indexOptions = map[string]bool{
@@ -189,11 +170,31 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 	}
 	keyV, err := spec.LookupErr("key")
 	if err != nil {
-		return nil, cerr(40414, "BSON field 'createIndexes.indexes.key' is missing but a required field")
+		return nil, inSpec(9, "The 'key' field is a required property of an index specification")
 	}
 	key, ok := keyV.DocumentOK()
 	if !ok {
-		return nil, cerr(14, "BSON field 'createIndexes.indexes.key' is the wrong type '%s', expected type 'object'", typeName(keyV.Type))
+		return nil, inSpec(14, "The field 'key' must be an object, but got %s", typeName(keyV.Type))
+	}
+	nameV, err := spec.LookupErr("name")
+	if err != nil {
+		return nil, inSpec(9, "The 'name' field is a required property of an index specification")
+	}
+	name, ok := nameV.StringValueOK()
+	if !ok {
+		return nil, inSpec(14, "The field 'name' must be a string, but got %s", typeName(nameV.Type))
+	}
+	for _, b := range []string{"unique", "sparse", "hidden", "background"} {
+		if v, err := spec.LookupErr(b); err == nil && v.Type != bson.TypeBoolean {
+			if _, isNum := numberOK(v); !isNum {
+				// mongod's text, unbalanced quote included
+				return nil, inSpec(14, "The field '%s has value %s: %s, which is not convertible to bool", b, b, formatValue(v))
+			}
+		}
+	}
+	// past the required fields mongod shows the spec with its version
+	if _, err := spec.LookupErr("v"); err != nil {
+		spec = mustRaw(append(rawFields(spec), bson.E{Key: "v", Value: int32(2)}))
 	}
 	kels, _ := key.Elements()
 	if len(kels) == 0 {
@@ -219,14 +220,6 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 			return nil, inSpec(67, "wildcard indexes are not modelled by mongod-sim")
 		}
 	}
-	nameV, err := spec.LookupErr("name")
-	if err != nil {
-		return nil, cerr(40414, "BSON field 'createIndexes.indexes.name' is missing but a required field")
-	}
-	name, ok := nameV.StringValueOK()
-	if !ok {
-		return nil, cerr(14, "BSON field 'createIndexes.indexes.name' is the wrong type '%s', expected type 'string'", typeName(nameV.Type))
-	}
 	if name == "" {
 		return nil, inSpec(67, "index name cannot be empty")
 	}
@@ -234,13 +227,6 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 		return nil, inSpec(67, "Invalid index specification %s; cannot create an index with v=%v", formatDoc(spec), v)
 	}
 	isID := len(kels) == 1 && kels[0].Key() == "_id"
-	for _, b := range []string{"unique", "sparse", "hidden", "background"} {
-		if v, err := spec.LookupErr(b); err == nil && v.Type != bson.TypeBoolean {
-			if _, isNum := numberOK(v); !isNum {
-				return nil, cerr(14, "The field '%s' must be a boolean, but got %s", b, typeName(v.Type))
-			}
-		}
-	}
 	if v, err := spec.LookupErr("partialFilterExpression"); err == nil {
 		pf, ok := v.DocumentOK()
 		if !ok {
@@ -272,7 +258,7 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 	if isID {
 		for _, o := range []string{"unique", "sparse", "partialFilterExpression", "hidden"} {
 			if _, err := spec.LookupErr(o); err == nil {
-				return nil, inSpec(197, "The field '%s' is not valid for an _id index specification. Specification: %s", o, formatDoc(spec))
+				return nil, cerr(197, "The field '%s' is not valid for an _id index specification. Specification: %s", o, formatDoc(spec))
 			}
 		}
 	}

@@ -56,13 +56,6 @@ func TestFormatValueAsMongod(t *testing.T) {
 	}
 }
 
-func TestDefaultIndexName(t *testing.T) {
-	key := mustRaw(bson.D{{Key: "a", Value: 1}, {Key: "b.c", Value: -1}, {Key: "d", Value: 1.0}})
-	if got := defaultIndexName(key); got != "a_1_b.c_-1_d_1" {
-		t.Fatalf("got %s", got)
-	}
-}
-
 func TestPathValuesTraverseArrays(t *testing.T) {
 	doc := mustRaw(bson.D{{Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 1}}, bson.D{{Key: "b", Value: bson.A{2, 3}}}, bson.D{{Key: "c", Value: 1}}}}, {Key: "e", Value: bson.A{}}})
 	vals, multi := pathValues(doc, "a.b")
@@ -257,5 +250,32 @@ func TestCreateAndDropByVersion(t *testing.T) {
 			t.Errorf("%s: drop missing: %d, want %d", c.version, got, c.dropped)
 		}
 		_ = n.store.Close()
+	}
+}
+
+// Spec errors with mongod's codes and texts.
+func TestParseIndexSpecErrors(t *testing.T) {
+	cases := []struct {
+		spec bson.D
+		code int32
+		msg  string
+	}{
+		{bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: 1}}}}, 9,
+			`Error in specification { key: { v: 1 } } :: caused by :: The 'name' field is a required property of an index specification`},
+		{bson.D{}, 9, `Error in specification {} :: caused by :: The 'key' field is a required property of an index specification`},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: -1}}}, {Key: "name", Value: ""}}, 67,
+			`Error in specification { key: { v: -1 }, name: "", v: 2 } :: caused by :: index name cannot be empty`},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "name", Value: "_id_"}, {Key: "unique", Value: true}}, 197,
+			`The field 'unique' is not valid for an _id index specification. Specification: { key: { _id: 1 }, name: "_id_", unique: true, v: 2 }`},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "v", Value: 1}}}, {Key: "name", Value: "unique_index"}, {Key: "unique", Value: bson.D{}}}, 14,
+			`Error in specification { key: { v: 1 }, name: "unique_index", unique: {} } :: caused by :: The field 'unique has value unique: {}, which is not convertible to bool`},
+		{bson.D{{Key: "key", Value: bson.D{{Key: "u", Value: 1}}}, {Key: "bogus", Value: true}, {Key: "name", Value: "u_1"}}, 197,
+			`Error in specification { key: { u: 1 }, bogus: true, name: "u_1" } :: caused by :: The field 'bogus' is not valid for an index specification. Specification: { key: { u: 1 }, bogus: true, name: "u_1" }`},
+	}
+	for _, c := range cases {
+		_, err := parseIndexSpec(mustRaw(c.spec))
+		if err == nil || err.Code != c.code || err.Msg != c.msg {
+			t.Errorf("%v: got %v, want %d %s", c.spec, err, c.code, c.msg)
+		}
 	}
 }

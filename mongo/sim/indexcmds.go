@@ -24,7 +24,10 @@ func (c *conn) cmdCreateIndexes(req *Request) (bson.D, error) {
 		return nil, cerr(40414, "BSON field 'createIndexes.indexes' is missing but a required field")
 	}
 	arr, ok := v.ArrayOK()
-	if !ok {
+	switch {
+	case v.Type == bson.TypeNull:
+		return nil, cerr(10065, "invalid parameter: expected an object (indexes)")
+	case !ok:
 		return nil, cerr(14, "BSON field 'createIndexes.indexes' is the wrong type '%s', expected type 'array'", typeName(v.Type))
 	}
 	vals, _ := arr.Values()
@@ -32,10 +35,10 @@ func (c *conn) cmdCreateIndexes(req *Request) (bson.D, error) {
 		return nil, cerr(2, "Must specify at least one index to create")
 	}
 	var specs []bson.Raw
-	for _, x := range vals {
+	for i, x := range vals {
 		d, ok := x.DocumentOK()
 		if !ok {
-			return nil, cerr(14, "BSON field 'createIndexes.indexes' is the wrong type '%s', expected type 'object'", typeName(x.Type))
+			return nil, cerr(14, "BSON field 'createIndexes.indexes.%d' is the wrong type '%s', expected type 'object'", i, typeName(x.Type))
 		}
 		spec, ce := parseIndexSpec(d)
 		if ce != nil {
@@ -297,7 +300,7 @@ func indexesToDrop(cl *Collection, which bson.RawValue) ([]string, *CmdError) {
 		for _, v := range vals {
 			name, ok := v.StringValueOK()
 			if !ok {
-				return nil, cerr(14, "dropIndexes %s arguments must be strings", formatValue(which))
+				return nil, cerr(14, "BSON field 'dropIndexes.index' is the wrong type 'array', expected types '[string']")
 			}
 			if ce := byName(name); ce != nil {
 				return nil, ce
@@ -324,5 +327,5 @@ func indexesToDrop(cl *Collection, which bson.RawValue) ([]string, *CmdError) {
 		}
 		return nil, cerr(86, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %v", len(out), formatValue(which), out)
 	}
-	return nil, cerr(14, "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object, array]'", typeName(which.Type))
+	return nil, cerr(14, "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object']", typeName(which.Type))
 }
