@@ -13,13 +13,16 @@ var createOptions = map[string]bool{"capped": true, "size": true, "max": true, "
 	"validationLevel": true, "validationAction": true, "collation": true, "storageEngine": true,
 	"indexOptionDefaults": true, "changeStreamPreAndPostImages": true}
 
-// createIgnored are create fields mongod accepts that change nothing here:
-// the command's own arguments and the generic ones every command takes.
-var createIgnored = map[string]bool{"create": true, "idIndex": true, "autoIndexId": true, "flags": true, "temp": true,
-	"recordPreImages": true, "$db": true, "$readPreference": true, "$clusterTime": true, "lsid": true, "txnNumber": true,
+// genericArgs are the fields every command accepts (mongod's generic
+// arguments), which DDL commands that refuse unknown fields let through.
+var genericArgs = map[string]bool{"$db": true, "$readPreference": true, "$clusterTime": true, "lsid": true, "txnNumber": true,
 	"autocommit": true, "startTransaction": true, "writeConcern": true, "readConcern": true, "comment": true,
 	"maxTimeMS": true, "apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true, "$audit": true,
 	"$client": true, "mayBypassWriteBlocking": true, "txnRetryCounter": true}
+
+// createIgnored are create fields mongod accepts that change nothing here.
+var createIgnored = map[string]bool{"create": true, "idIndex": true, "autoIndexId": true, "flags": true, "temp": true,
+	"recordPreImages": true}
 
 func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 	coll, e := collName(req, "create")
@@ -43,7 +46,7 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 			opts = append(opts, bson.E{Key: k, Value: el.Value()})
 		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "viewOn" || k == "pipeline" || k == "encryptedFields":
 			return nil, cerr(72, "The '%s' option is not modelled by mongod-sim", k)
-		case !createIgnored[k]:
+		case !createIgnored[k] && !genericArgs[k]:
 			return nil, cerr(40415, "BSON field 'create.%s' is an unknown field.", k)
 		}
 	}

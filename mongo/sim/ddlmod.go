@@ -22,7 +22,21 @@ func (c *conn) cmdCollMod(req *Request) (bson.D, error) {
 	return c.finishWrite(req, out), nil
 }
 
+// collModIgnored are collMod fields mongod accepts that change nothing here.
+var collModIgnored = map[string]bool{"collMod": true, "index": true, "validator": true, "validationLevel": true,
+	"validationAction": true, "cappedSize": true, "cappedMax": true, "changeStreamPreAndPostImages": true,
+	"recordPreImages": true, "dryRun": true}
+
 func (n *Node) collModLocked(req *Request, db, coll string) (bson.D, error) {
+	els, _ := req.Body.Elements()
+	for _, el := range els {
+		switch k := el.Key(); {
+		case k == "viewOn" || k == "pipeline" || k == "timeseries" || k == "clusteredIndex" || k == "expireAfterSeconds":
+			return nil, cerr(72, "The '%s' option is not modelled by mongod-sim", k)
+		case !collModIgnored[k] && !genericArgs[k]:
+			return nil, cerr(40415, "BSON field 'collMod.%s' is an unknown field.", k)
+		}
+	}
 	ns := db + "." + coll
 	o := bson.D{{Key: "collMod", Value: coll}}
 	out := bson.D{}

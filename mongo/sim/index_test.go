@@ -413,6 +413,7 @@ func TestCollModRenameAndCreateOptions(t *testing.T) {
 	}
 	_, err = db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "events"}, {Key: "index", Value: bson.D{{Key: "name", Value: "nope"}, {Key: "hidden", Value: true}}}}).Raw()
 	wantCode(t, "collMod missing index", err, 27)
+	wantCode(t, "collMod unknown field", db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "events"}, {Key: "bogus", Value: 1}}).Err(), 40415)
 	_, err = db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "nothere"}, {Key: "validationLevel", Value: "moderate"}}).Raw()
 	wantCode(t, "collMod missing collection", err, 26)
 	if _, err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "events"}, {Key: "validator", Value: bson.D{{Key: "at", Value: bson.D{{Key: "$exists", Value: true}}}}},
