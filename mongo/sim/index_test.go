@@ -356,6 +356,30 @@ func TestIndexesReplicatedAndRebuiltFromOplog(t *testing.T) {
 	if got := uuidOf(coll.Database()); got != primaryUUID {
 		t.Fatalf("collection UUID %s after restart, was %s", got, primaryUUID)
 	}
+	// a rename reaches the secondary with the indexes; dropDatabase removes them
+	if err := ms[0].client(t).Database("admin").RunCommand(ctx, bson.D{{Key: "renameCollection", Value: "app.users"}, {Key: "to", Value: "app.people"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	people := ms[1].client(t, "", "readPreference=secondaryPreferred").Database("app").Collection("people")
+	waitFor(t, 20*time.Second, "renamed collection on the secondary", func() bool {
+		cur, err := people.Indexes().List(ctx)
+		if err != nil {
+			return false
+		}
+		var specs []bson.Raw
+		_ = cur.All(ctx, &specs)
+		return len(specs) == 2
+	})
+	if err := ms[0].client(t).Database("app").Drop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	people = ms[0].client(t).Database("app").Collection("people")
+	if _, err := people.InsertOne(ctx, bson.D{{Key: "email", Value: "a@x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := people.InsertOne(ctx, bson.D{{Key: "email", Value: "a@x"}}); err != nil {
+		t.Fatalf("unique index survived dropDatabase: %v", err)
+	}
 }
 
 func TestTTLMonitorDeletesExpiredDocuments(t *testing.T) {
