@@ -21,7 +21,11 @@ type Index struct {
 	TTL     int64 // expireAfterSeconds, valid when HasTTL
 	HasTTL  bool
 	entries map[string]map[string]struct{}
-	bytes   int64 // estimated size of the entries
+	first   map[string]map[string]struct{} // compound indexes: first field's key → _id keys, for prefix lookups
+	bytes   int64                          // estimated size of the entries
+	// unindexable counts documents applied with keys the index cannot
+	// hold (parallel arrays, refused on a primary); lookups avoid such an index.
+	unindexable int
 }
 
 // idIndexSpec is the spec of every collection's _id_ index.
@@ -29,7 +33,7 @@ var idIndexSpec = mustRaw(bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value
 
 // newIndex builds an index from a validated spec.
 func newIndex(spec bson.Raw) *Index {
-	ix := &Index{Spec: spec, entries: map[string]map[string]struct{}{}}
+	ix := &Index{Spec: spec, entries: map[string]map[string]struct{}{}, first: map[string]map[string]struct{}{}}
 	ix.Name, _ = spec.Lookup("name").StringValueOK()
 	ix.Key, _ = spec.Lookup("key").DocumentOK()
 	els, _ := ix.Key.Elements()
@@ -101,33 +105,56 @@ func (ix *Index) keysOf(doc bson.Raw) ([]indexKey, error) {
 }
 
 func (ix *Index) add(id string, doc bson.Raw) {
-	keys, _ := ix.keysOf(doc)
+	keys, err := ix.keysOf(doc)
+	if err != nil {
+		ix.unindexable++
+	}
 	for _, k := range keys {
-		m := ix.entries[k.str]
-		if m == nil {
-			m = map[string]struct{}{}
-			ix.entries[k.str] = m
-		}
-		if _, ok := m[id]; !ok {
-			m[id] = struct{}{}
-			ix.bytes += int64(len(k.str) + len(id))
+		ix.bytes += addEntry(ix.entries, k.str, id)
+		if len(ix.fields) > 1 {
+			addEntry(ix.first, keyString(k.vals[0])+"|", id)
 		}
 	}
 }
 
 func (ix *Index) remove(id string, doc bson.Raw) {
-	keys, _ := ix.keysOf(doc)
+	keys, err := ix.keysOf(doc)
+	if err != nil {
+		ix.unindexable--
+	}
 	for _, k := range keys {
-		if m := ix.entries[k.str]; m != nil {
-			if _, ok := m[id]; ok {
-				delete(m, id)
-				ix.bytes -= int64(len(k.str) + len(id))
-			}
-			if len(m) == 0 {
-				delete(ix.entries, k.str)
-			}
+		ix.bytes -= removeEntry(ix.entries, k.str, id)
+		if len(ix.fields) > 1 {
+			removeEntry(ix.first, keyString(k.vals[0])+"|", id)
 		}
 	}
+}
+
+// addEntry records id under key; it returns the bytes added.
+func addEntry(m map[string]map[string]struct{}, key, id string) int64 {
+	ids := m[key]
+	if ids == nil {
+		ids = map[string]struct{}{}
+		m[key] = ids
+	}
+	if _, ok := ids[id]; ok {
+		return 0
+	}
+	ids[id] = struct{}{}
+	return int64(len(key) + len(id))
+}
+
+// removeEntry forgets id under key; it returns the bytes freed.
+func removeEntry(m map[string]map[string]struct{}, key, id string) int64 {
+	ids := m[key]
+	if _, ok := ids[id]; !ok {
+		return 0
+	}
+	delete(ids, id)
+	if len(ids) == 0 {
+		delete(m, key)
+	}
+	return int64(len(key) + len(id))
 }
 
 // keyValue is the {field: value} document of a key, as errors report it.

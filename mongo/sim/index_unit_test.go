@@ -144,10 +144,17 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 	for _, f := range []string{"a", "b.c"} {
 		d.Apply(entry("c", "t.$cmd", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: f, Value: 1}}}, {Key: "name", Value: f + "_1"}}))
 	}
+	d.Apply(entry("c", "t.$cmd", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: "e", Value: 1}, {Key: "a", Value: -1}}}, {Key: "name", Value: "e_1_a_-1"}}))
+	d.Apply(entry("c", "t.$cmd", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "v", Value: 2}, {Key: "key", Value: bson.D{{Key: "s", Value: 1}}}, {Key: "name", Value: "s_1"}, {Key: "sparse", Value: true}}))
 	randomDoc := func(id int) bson.D {
 		doc := bson.D{{Key: "_id", Value: id}}
 		if rng.Intn(5) > 0 {
 			doc = append(doc, bson.E{Key: "a", Value: pick()})
+		}
+		for _, f := range []string{"e", "s"} {
+			if rng.Intn(3) > 0 {
+				doc = append(doc, bson.E{Key: f, Value: pick()})
+			}
 		}
 		switch rng.Intn(3) {
 		case 0:
@@ -157,22 +164,37 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 		}
 		return doc
 	}
+	// writes a primary would refuse (two arrays under e_1_a_-1) are left
+	// out, except in the last round: an index holding such a document
+	// must not be used
+	refused := 0
+	write := func(e OplogEntry) {
+		if d.CheckWrites([]OplogEntry{e}) == nil || refused == -1 {
+			d.Apply(e)
+		} else {
+			refused++
+		}
+	}
 	for i := range 300 {
-		d.Apply(entry("i", "t.c", randomDoc(i)))
+		write(entry("i", "t.c", randomDoc(i)))
 	}
 	for range 200 {
 		id := rng.Intn(300)
 		if rng.Intn(2) == 0 {
-			d.Apply(entry("d", "t.c", bson.D{{Key: "_id", Value: id}}))
+			write(entry("d", "t.c", bson.D{{Key: "_id", Value: id}}))
 		} else {
-			d.Apply(entry("u", "t.c", randomDoc(id)))
+			write(entry("u", "t.c", randomDoc(id), bson.D{{Key: "_id", Value: id}}))
 		}
 	}
 	cl := d.Coll("t", "c", false)
 	usedIndex := 0
-	for q := range 500 {
+	for q := range 600 {
+		if q == 500 {
+			refused = -1
+			write(entry("i", "t.c", bson.D{{Key: "_id", Value: 1000}, {Key: "e", Value: bson.A{int32(1), "x"}}, {Key: "a", Value: bson.A{int32(1), "x"}}}))
+		}
 		var filter bson.D
-		field := []string{"a", "b.c", "_id"}[rng.Intn(3)]
+		field := []string{"a", "b.c", "_id", "e", "s"}[rng.Intn(5)]
 		v := pick()
 		if field == "_id" {
 			v = int32(rng.Intn(300))

@@ -8,9 +8,10 @@ import (
 )
 
 // viaIndex narrows a filter through an index, as mongod's planner
-// would: an equality or $in on _id (the document map) or on a field with
-// a single-field index that holds every document (not sparse, partial or
-// hidden). It returns a superset of the matching documents in natural
+// would: an equality or $in on _id (the document map) or on the first
+// field of an index that is neither partial nor hidden (a sparse index
+// holds every document with the field, which a non-null equality needs).
+// It returns a superset of the matching documents in natural
 // order, or ok false when no index applies and the caller must scan.
 func (c *Collection) viaIndex(filter bson.Raw) (docs []bson.Raw, ok bool) {
 	if c == nil || filter == nil {
@@ -34,12 +35,16 @@ func (c *Collection) viaIndex(filter bson.Raw) (docs []bson.Raw, ok bool) {
 			}), true
 		}
 		for _, ix := range c.Indexes {
-			if len(ix.fields) != 1 || ix.fields[0] != f || ix.Sparse || ix.Partial != nil || ix.Hidden {
+			if ix.fields[0] != f || ix.Partial != nil || ix.Hidden || ix.unindexable > 0 {
 				continue
+			}
+			byKey := ix.entries
+			if len(ix.fields) > 1 {
+				byKey = ix.first
 			}
 			return c.byPos(func(yield func(string)) {
 				for _, v := range vals {
-					for id := range ix.entries[keyString(v)+"|"] {
+					for id := range byKey[keyString(v)+"|"] {
 						yield(id)
 					}
 				}
