@@ -48,6 +48,9 @@ func TestFormatValueAsMongod(t *testing.T) {
 		{oid, "ObjectId('64b7f0c2a1b2c3d4e5f60718')"}, {bson.DateTime(1700000000000), "new Date(1700000000000)"},
 		{bson.D{{Key: "a", Value: int32(1)}, {Key: "b", Value: "c"}}, `{ a: 1, b: "c" }`}, {bson.A{int32(1), "x"}, `[ 1, "x" ]`},
 		{bson.D{}, "{}"},
+		{bson.Binary{Subtype: 4, Data: []byte{0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0x4d, 0xef, 0x80, 1, 2, 3, 4, 5, 6, 7}}, `UUID("12345678-9abc-4def-8001-020304050607")`},
+		{bson.Binary{Subtype: 0, Data: []byte("Hi")}, "BinData(0, 4869)"}, {bson.Regex{Pattern: "^a", Options: "i"}, "/^a/i"},
+		{bson.Timestamp{T: 5, I: 1}, "Timestamp(5, 1)"},
 	}
 	for _, c := range cases {
 		if got := formatValue(rv(c.v)); got != c.want {

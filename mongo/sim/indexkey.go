@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -157,6 +158,17 @@ func formatValue(v bson.RawValue) string {
 	case bson.TypeTimestamp:
 		t, i := v.Timestamp()
 		return "Timestamp(" + strconv.FormatUint(uint64(t), 10) + ", " + strconv.FormatUint(uint64(i), 10) + ")"
+	case bson.TypeBinary:
+		sub, data := v.Binary()
+		if sub == 4 && len(data) == 16 {
+			var u [16]byte
+			copy(u[:], data)
+			return "UUID(\"" + formatUUID(u) + "\")"
+		}
+		return "BinData(" + strconv.Itoa(int(sub)) + ", " + strings.ToUpper(hex.EncodeToString(data)) + ")"
+	case bson.TypeRegex:
+		pattern, opts := v.Regex()
+		return "/" + pattern + "/" + opts
 	case bson.TypeMinKey:
 		return "MinKey"
 	case bson.TypeMaxKey:
