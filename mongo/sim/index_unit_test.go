@@ -82,6 +82,15 @@ func entry(op, ns string, o bson.D, o2 ...bson.D) OplogEntry {
 	return e
 }
 
+// specs are entries as the ops a write path hands to writeOplogLocked.
+func specs(es ...OplogEntry) []opSpec {
+	var out []opSpec
+	for _, e := range es {
+		out = append(out, opSpec{op: e.Op, ns: e.NS, o: e.O, o2: e.O2})
+	}
+	return out
+}
+
 // A batch is checked in order: a write may take a key an earlier write
 // of the same batch freed, and may not take one it took.
 func TestCheckWritesFollowsTheBatch(t *testing.T) {
@@ -92,24 +101,32 @@ func TestCheckWritesFollowsTheBatch(t *testing.T) {
 		entry("u", "t.c", bson.D{{Key: "_id", Value: 1}, {Key: "k", Value: "y"}}, bson.D{{Key: "_id", Value: 1}}),
 		entry("i", "t.c", bson.D{{Key: "_id", Value: 2}, {Key: "k", Value: "x"}}),
 	}
-	if err := d.CheckWrites(swap); err != nil {
+	if err := d.CheckWrites(specs(swap...)); err != nil {
 		t.Fatalf("freed key refused: %v", err)
 	}
 	twice := []OplogEntry{
 		entry("i", "t.c", bson.D{{Key: "_id", Value: 3}, {Key: "k", Value: "z"}}),
 		entry("i", "t.c", bson.D{{Key: "_id", Value: 4}, {Key: "k", Value: "z"}}),
 	}
-	err := d.CheckWrites(twice)
+	err := d.CheckWrites(specs(twice...))
 	dk, ok := err.(*DuplicateKeyError)
 	if !ok || dk.Op != 1 || dk.Error() != `E11000 duplicate key error collection: t.c index: k_1 dup key: { k: "z" }` {
 		t.Fatalf("got %v", err)
 	}
 	del := []OplogEntry{entry("d", "t.c", bson.D{{Key: "_id", Value: 1}}), entry("i", "t.c", bson.D{{Key: "_id", Value: 5}, {Key: "k", Value: "x"}})}
-	if err := d.CheckWrites(del); err != nil {
+	if err := d.CheckWrites(specs(del...)); err != nil {
 		t.Fatalf("key of a deleted document refused: %v", err)
 	}
-	if err := d.CheckWrites([]OplogEntry{entry("i", "t.c", bson.D{{Key: "_id", Value: int64(1)}})}); err == nil {
+	if err := d.CheckWrites(specs(entry("i", "t.c", bson.D{{Key: "_id", Value: int64(1)}}))); err == nil {
 		t.Fatal("_id 1 inserted twice")
+	}
+	// a transaction's applyOps entry is checked as its ops
+	txn := entry("c", "admin.$cmd", bson.D{{Key: "applyOps", Value: bson.A{
+		bson.D{{Key: "op", Value: "i"}, {Key: "ns", Value: "t.c"}, {Key: "o", Value: bson.D{{Key: "_id", Value: 7}, {Key: "k", Value: "q"}}}},
+		bson.D{{Key: "op", Value: "i"}, {Key: "ns", Value: "t.c"}, {Key: "o", Value: bson.D{{Key: "_id", Value: 8}, {Key: "k", Value: "q"}}}},
+	}}})
+	if dk, ok := d.CheckWrites(specs(txn)).(*DuplicateKeyError); !ok || dk.Op != 1 {
+		t.Fatalf("applyOps with a duplicate: %v", dk)
 	}
 }
 
@@ -172,7 +189,7 @@ func TestIndexLookupMatchesScan(t *testing.T) {
 	// must not be used
 	refused := 0
 	write := func(e OplogEntry) {
-		if d.CheckWrites([]OplogEntry{e}) == nil || refused == -1 {
+		if d.CheckWrites(specs(e)) == nil || refused == -1 {
 			d.Apply(e)
 		} else {
 			refused++

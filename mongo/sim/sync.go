@@ -81,6 +81,9 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.writable && !internal) {
 		return OpTime{}, errNotWritable
 	}
+	if err := n.data.CheckWrites(ops); err != nil {
+		return OpTime{}, err
+	}
 	var entries []OplogEntry
 	now := time.Now()
 	for _, op := range ops {
@@ -93,9 +96,6 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 			extra = bson.D{{Key: "lsid", Value: op.txn.lsid}, {Key: "txnNumber", Value: op.txn.number}, {Key: "stmtId", Value: int32(0)}}
 		}
 		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now, extra...))
-	}
-	if err := n.data.CheckWrites(entries); err != nil {
-		return OpTime{}, err
 	}
 	if err := n.store.AppendOplog(entries); err != nil {
 		return OpTime{}, err

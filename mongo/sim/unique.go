@@ -15,7 +15,7 @@ type DuplicateKeyError struct {
 	KeyPattern bson.Raw
 	KeyValue   bson.D
 	Shown      string // the key as mongod prints it: { sku: "x" }
-	Op         int    // position of the refused op in its batch
+	Op         int    // position of the refused op in its batch (an applyOps' ops counted one by one)
 }
 
 func (e *DuplicateKeyError) Error() string {
@@ -47,26 +47,28 @@ type pendingColl struct {
 	mine map[*Index]map[string][]string        // index → _id key → its keys
 }
 
-// CheckWrites reports the first entry of a batch that would break _id or
-// a unique index, applying the entries before it in thought only; a
-// batch that passes can be applied. Writes to a collection the batch
-// itself creates are checked against _id only.
-func (d *Data) CheckWrites(entries []OplogEntry) error {
+// CheckWrites reports the first op of a batch that would break _id or a
+// unique index (or put two arrays under one index), applying the ops
+// before it in thought only; a batch that passes can be applied. A
+// transaction's applyOps entry is checked as the ops it holds, so a
+// transaction can also check its statements before commit. Writes to a
+// collection the batch itself creates are checked against _id only.
+func (d *Data) CheckWrites(ops []opSpec) error {
 	pending := map[string]*pendingColl{}
-	for i, e := range entries {
-		if e.Op != "i" && e.Op != "u" && e.Op != "d" {
+	for i, e := range flattenApplyOps(ops) {
+		if e.op != "i" && e.op != "u" && e.op != "d" {
 			continue
 		}
-		db, name := splitNS(e.NS)
+		db, name := splitNS(e.ns)
 		c := d.Coll(db, name, false)
-		p := pending[e.NS]
+		p := pending[e.ns]
 		if p == nil {
 			p = &pendingColl{docs: map[string]bson.Raw{}, keys: map[*Index]map[string]map[string]bool{}, mine: map[*Index]map[string][]string{}}
-			pending[e.NS] = p
+			pending[e.ns] = p
 		}
-		idv := e.O.Lookup("_id")
-		if e.Op == "u" && e.O2 != nil {
-			idv = e.O2.Lookup("_id")
+		idv := e.o.Lookup("_id")
+		if e.op == "u" && e.o2 != nil {
+			idv = e.o2.Lookup("_id")
 		}
 		id := idKey(idv)
 		old, seen := p.docs[id]
@@ -74,11 +76,11 @@ func (d *Data) CheckWrites(entries []OplogEntry) error {
 			old = c.Get(idv)
 		}
 		var doc bson.Raw
-		if e.Op != "d" {
-			doc = postImage(old, e)
+		if e.op != "d" {
+			doc = postImage(old, OplogEntry{Op: e.op, NS: e.ns, O: e.o, O2: e.o2})
 		}
-		if e.Op == "i" && old != nil {
-			return &DuplicateKeyError{NS: e.NS, Index: "_id_", KeyPattern: mustRaw(bson.D{{Key: "_id", Value: int32(1)}}),
+		if e.op == "i" && old != nil {
+			return &DuplicateKeyError{NS: e.ns, Index: "_id_", KeyPattern: mustRaw(bson.D{{Key: "_id", Value: int32(1)}}),
 				KeyValue: bson.D{{Key: "_id", Value: idv}}, Shown: "{ _id: " + formatValue(idv) + " }", Op: i}
 		}
 		if c != nil {
@@ -89,7 +91,7 @@ func (d *Data) CheckWrites(entries []OplogEntry) error {
 					}
 					continue
 				}
-				if err := p.check(ix, e.NS, id, doc, i); err != nil {
+				if err := p.check(ix, e.ns, id, doc, i); err != nil {
 					return err
 				}
 			}
@@ -97,6 +99,29 @@ func (d *Data) CheckWrites(entries []OplogEntry) error {
 		p.docs[id] = doc
 	}
 	return nil
+}
+
+// flattenApplyOps replaces each applyOps command by the ops it holds.
+func flattenApplyOps(ops []opSpec) []opSpec {
+	out := make([]opSpec, 0, len(ops))
+	for _, op := range ops {
+		inner, ok := op.o.Lookup("applyOps").ArrayOK()
+		if op.op != "c" || !ok {
+			out = append(out, op)
+			continue
+		}
+		vals, _ := inner.Values()
+		for _, v := range vals {
+			d, _ := v.DocumentOK()
+			var x opSpec
+			x.o, _ = d.Lookup("o").DocumentOK()
+			x.op, _ = d.Lookup("op").StringValueOK()
+			x.ns, _ = d.Lookup("ns").StringValueOK()
+			x.o2, _ = d.Lookup("o2").DocumentOK()
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // check tests doc's keys in a unique index against the store and the
