@@ -3,6 +3,7 @@ package sim
 import (
 	"crypto/sha256"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -54,18 +55,42 @@ func (d *Data) applyCommand(db string, e OplogEntry) {
 	}
 }
 
-// collFor returns a collection, creating it for entry e with a UUID
-// derived from the entry.
+// collFor returns a collection, creating it for entry e: with the entry's
+// ui when it has one (a catalog dump), else a UUID derived from the entry.
 func (d *Data) collFor(e OplogEntry, db, coll string) *Collection {
 	if c := d.Coll(db, coll, false); c != nil {
 		return c
 	}
 	c := d.Coll(db, coll, true)
+	if sub, ui, ok := e.Raw.Lookup("ui").BinaryOK(); ok && sub == 4 && len(ui) == 16 {
+		copy(c.UUID[:], ui)
+		return c
+	}
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s.%s|%d|%d|%d", db, coll, e.TS.T, e.TS.I, e.T)))
 	copy(c.UUID[:], sum[:16])
 	c.UUID[6] = c.UUID[6]&0x0f | 0x40
 	c.UUID[8] = c.UUID[8]&0x3f | 0x80
 	return c
+}
+
+// CatalogEntries are the DDL entries that recreate a collection without
+// its documents: create with its options and UUID (ui), then one
+// createIndexes per index. A checkpoint or initial sync that rebuilds
+// data from a dump applies them before the documents.
+func (d *Data) CatalogEntries(db, coll string) []OplogEntry {
+	c := d.Coll(db, coll, false)
+	if c == nil {
+		return nil
+	}
+	ui := bson.E{Key: "ui", Value: bson.Binary{Subtype: 4, Data: c.UUID[:]}}
+	create := append(bson.D{{Key: "create", Value: coll}}, rawFields(optionsOf(c))...)
+	create = append(create, bson.E{Key: "idIndex", Value: idIndexSpec})
+	out := []OplogEntry{NewOplogEntry(OpTime{}, "c", db+".$cmd", mustRaw(create), nil, time.Time{}, ui)}
+	for _, ix := range c.Indexes {
+		o := append(bson.D{{Key: "createIndexes", Value: coll}}, rawFields(ix.Spec)...)
+		out = append(out, NewOplogEntry(OpTime{}, "c", db+".$cmd", mustRaw(o), nil, time.Time{}, ui))
+	}
+	return out
 }
 
 func (d *Data) dropColl(db, coll string) {
