@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -112,6 +113,10 @@ func TestCheckWritesFollowsTheBatch(t *testing.T) {
 	dk, ok := err.(*DuplicateKeyError)
 	if !ok || dk.Op != 1 || dk.Error() != `E11000 duplicate key error collection: t.c index: k_1 dup key: { k: "z" }` {
 		t.Fatalf("got %v", err)
+	}
+	var ce *CmdError
+	if !errors.As(err, &ce) || ce.Code != 11000 || len(ce.Extra) != 2 || ce.Msg != dk.Error() {
+		t.Fatalf("as a CmdError: %v", ce)
 	}
 	del := []OplogEntry{entry("d", "t.c", bson.D{{Key: "_id", Value: 1}}), entry("i", "t.c", bson.D{{Key: "_id", Value: 5}, {Key: "k", Value: "x"}})}
 	if err := d.CheckWrites(specs(del...)); err != nil {

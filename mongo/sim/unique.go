@@ -22,14 +22,20 @@ func (e *DuplicateKeyError) Error() string {
 	return fmt.Sprintf("E11000 duplicate key error collection: %s index: %s dup key: %s", e.NS, e.Index, e.Shown)
 }
 
+// As lets errors.As find the error as a *CmdError (code 11000 with
+// keyPattern and keyValue), so write paths that map CmdErrors need no
+// case of their own.
+func (e *DuplicateKeyError) As(target any) bool {
+	if p, ok := target.(**CmdError); ok {
+		*p = e.CmdError()
+		return true
+	}
+	return false
+}
+
 // fields are the keyPattern and keyValue mongod adds to the error.
 func (e *DuplicateKeyError) fields() []bson.E {
 	return []bson.E{{Key: "keyPattern", Value: e.KeyPattern}, {Key: "keyValue", Value: e.KeyValue}}
-}
-
-// WriteError is the error as an entry of a write command's writeErrors.
-func (e *DuplicateKeyError) WriteError(index int) bson.D {
-	return writeErr(index, 11000, e.Error(), e.fields()...)
 }
 
 // CmdError is the error as a command's reply (findAndModify, createIndexes).
@@ -172,13 +178,9 @@ func (ix *Index) dupError(ns string, k indexKey, op int) *DuplicateKeyError {
 // document) into a write command's writeErrors entry; ok is false for
 // any other failure (not writable).
 func writeErrorOf(err error, index int) (bson.D, bool) {
-	var dk *DuplicateKeyError
-	if errors.As(err, &dk) {
-		return dk.WriteError(index), true
-	}
 	var ce *CmdError
 	if errors.As(err, &ce) {
-		return writeErr(index, ce.Code, ce.Msg), true
+		return writeErr(index, ce.Code, ce.Msg, ce.Extra...), true
 	}
 	return nil, false
 }
@@ -186,10 +188,6 @@ func writeErrorOf(err error, index int) (bson.D, bool) {
 // cmdErrorOf turns a failed write into a command error: the refusal, or
 // 10107 when the node is not writable.
 func cmdErrorOf(err error) *CmdError {
-	var dk *DuplicateKeyError
-	if errors.As(err, &dk) {
-		return dk.CmdError()
-	}
 	var ce *CmdError
 	if errors.As(err, &ce) {
 		return ce
