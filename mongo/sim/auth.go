@@ -58,7 +58,7 @@ func (n *Node) anyUserExists() bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	coll := n.data.Coll("admin", "system.users", false)
-	return coll != nil && len(coll.order) > 0
+	return coll.Len() > 0
 }
 
 // builtinRoles maps each built-in role to what it grants: actions, and

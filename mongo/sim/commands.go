@@ -113,6 +113,11 @@ func init() {
 		"dropDatabase":    {fn: (*conn).cmdDropDatabase, class: classWrite, action: actWrite},
 		"dbStats":         {fn: (*conn).cmdDBStats, class: classRead, action: actRead},
 		"collStats":       {fn: (*conn).cmdCollStats, class: classRead, action: actRead},
+		// indexes and collection DDL (slice sim-index)
+		"dropIndexes":      {fn: (*conn).cmdDropIndexes, class: classWrite, action: "dropIndex"},
+		"deleteIndexes":    {fn: (*conn).cmdDropIndexes, class: classWrite, action: "dropIndex"},
+		"collMod":          {fn: (*conn).cmdCollMod, class: classWrite, action: "collMod"},
+		"renameCollection": {fn: (*conn).cmdRenameCollection, class: classWrite, action: "renameCollectionSameDB"},
 	}
 }
 

@@ -136,17 +136,14 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 	}
 	for i, d := range docs {
 		d = idFirst(d)
-		id := d.Lookup("_id")
-		if n.data.Coll(db, coll, false).Get(id) != nil {
-			writeErrors = append(writeErrors, writeErr(i, 11000,
-				fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, id.String()),
-				bson.E{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}}, bson.E{Key: "keyValue", Value: bson.D{{Key: "_id", Value: id}}}))
-			if ordered {
-				break
-			}
-			continue
-		}
 		if _, err := n.writeOplogLocked([]opSpec{{op: "i", ns: ns, o: d, txn: txn}}, false); err != nil {
+			if we, ok := writeErrorOf(err, i); ok {
+				writeErrors = append(writeErrors, we)
+				if ordered {
+					break
+				}
+				continue
+			}
 			n.mu.Unlock()
 			if inserted == 0 {
 				return nil, cerr(10107, "not primary")
@@ -203,15 +200,16 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			docs = docs[:1]
 		}
 		var ops []opSpec
+		var opMatched, opModified int32
 		for _, d := range docs {
 			nd, err := ApplyUpdate(d, spec, false)
 			if err != nil {
 				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
 				break
 			}
-			matched++
+			opMatched++
 			if string(nd) != string(d) {
-				modified++
+				opModified++
 				ops = append(ops, opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: d.Lookup("_id")}})})
 			}
 		}
@@ -241,9 +239,19 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 		}
 		if len(ops) > 0 {
 			if _, err := n.writeOplog(ops, false); err != nil {
-				return nil, cerr(10107, "not primary")
+				we, ok := writeErrorOf(err, i)
+				if !ok {
+					return nil, cerr(10107, "not primary")
+				}
+				if len(upserted) > 0 && upserted[len(upserted)-1].(bson.D)[0].Value == int32(i) {
+					upserted = upserted[:len(upserted)-1]
+				}
+				writeErrors = append(writeErrors, we)
+				break
 			}
 		}
+		matched += opMatched
+		modified += opModified
 	}
 	out := bson.D{{Key: "n", Value: matched + int32(len(upserted))}, {Key: "nModified", Value: modified}}
 	if len(upserted) > 0 {
@@ -361,7 +369,7 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	}
 	if op != nil {
 		if _, err := n.writeOplog([]opSpec{*op}, false); err != nil {
-			return nil, cerr(10107, "not primary")
+			return nil, cmdErrorOf(err)
 		}
 	}
 	doc := before

@@ -2,9 +2,27 @@ package sim
 
 import (
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
+
+// createOptions are the create fields mongod records in the
+// collection's options; the ones not modelled are refused.
+var createOptions = map[string]bool{"capped": true, "size": true, "max": true, "validator": true,
+	"validationLevel": true, "validationAction": true, "collation": true, "storageEngine": true,
+	"indexOptionDefaults": true, "changeStreamPreAndPostImages": true}
+
+// genericArgs are the fields every command accepts (mongod's generic
+// arguments), which DDL commands that refuse unknown fields let through.
+var genericArgs = map[string]bool{"$db": true, "$readPreference": true, "$clusterTime": true, "lsid": true, "txnNumber": true,
+	"autocommit": true, "startTransaction": true, "writeConcern": true, "readConcern": true, "comment": true,
+	"maxTimeMS": true, "apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true, "$audit": true,
+	"$client": true, "mayBypassWriteBlocking": true, "txnRetryCounter": true}
+
+// createIgnored are create fields mongod accepts that change nothing here.
+var createIgnored = map[string]bool{"create": true, "idIndex": true, "autoIndexId": true, "flags": true, "temp": true,
+	"recordPreImages": true}
 
 func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 	coll, e := collName(req, "create")
@@ -12,51 +30,72 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	db := req.DB()
-	c.n.mu.Lock()
-	exists := c.n.data.Coll(db, coll, false) != nil
-	c.n.mu.Unlock()
-	if exists {
-		return nil, cerr(48, "Collection %s.%s already exists.", db, coll)
+	opts := bson.D{}
+	els, _ := req.Body.Elements()
+	for _, el := range els {
+		switch k := el.Key(); {
+		case k == "collation":
+			c, ok := el.Value().DocumentOK()
+			if !ok {
+				return nil, cerr(14, "BSON field 'create.collation' is the wrong type '%s', expected type 'object'", typeName(el.Value().Type))
+			}
+			if loc, _ := c.Lookup("locale").StringValueOK(); loc != "simple" {
+				opts = append(opts, bson.E{Key: k, Value: fullCollation(c)})
+			}
+		case createOptions[k]:
+			opts = append(opts, bson.E{Key: k, Value: el.Value()})
+		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "viewOn" || k == "pipeline" || k == "encryptedFields":
+			return nil, cerr(72, "The '%s' option is not modelled by mongod-sim", k)
+		case !createIgnored[k] && !genericArgs[k]:
+			return nil, cerr(40415, "BSON field 'create.%s' is an unknown field.", k)
+		}
 	}
-	if _, err := c.n.writeOplog([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(bson.D{{Key: "create", Value: coll}})}}, false); err != nil {
+	if strings.ContainsRune(coll, 0) {
+		return nil, cerr(73, "Invalid collection name: %s", coll)
+	}
+	capped, _ := req.Body.Lookup("capped").BooleanOK()
+	_, sizeErr := req.Body.LookupErr("size")
+	_, maxErr := req.Body.LookupErr("max")
+	switch {
+	case capped && sizeErr != nil:
+		return nil, cerr(72, "the 'size' field is required when 'capped' is true")
+	case !capped && (sizeErr == nil || maxErr == nil):
+		return nil, cerr(72, "the 'capped' field needs to be true when either the 'size' or 'max' fields are present")
+	}
+	if v, err := req.Body.LookupErr("validationLevel"); err == nil {
+		if s, _ := v.StringValueOK(); s != "off" && s != "strict" && s != "moderate" {
+			return nil, cerr(2, "Enumeration value '%s' for field 'create.validationLevel' is not a valid value.", s)
+		}
+	}
+	o := append(bson.D{{Key: "create", Value: coll}}, opts...)
+	o = append(o, bson.E{Key: "idIndex", Value: idIndexSpec})
+	n := c.n
+	n.mu.Lock()
+	if cl := n.data.Coll(db, coll, false); cl != nil {
+		same := keyString(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: optionsOf(cl)}) == keyString(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: mustRaw(opts)})
+		n.mu.Unlock()
+		switch {
+		case n.cfg.MajorMinor() < "7.0":
+			return nil, cerr(48, "Collection already exists. NS: %s.%s", db, coll)
+		case same:
+			return bson.D{}, nil // 7.0 and later: create is idempotent with the same options
+		}
+		return nil, cerr(48, "namespace %s.%s already exists, but with different options: %s", db, coll, formatDoc(optionsOf(cl)))
+	}
+	_, err := n.writeOplogLocked([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(o)}}, false)
+	n.mu.Unlock()
+	if err != nil {
 		return nil, cerr(10107, "not primary")
 	}
 	return c.finishWrite(req, bson.D{}), nil
 }
 
-func (c *conn) cmdCreateIndexes(req *Request) (bson.D, error) {
-	coll, e := collName(req, "createIndexes")
-	if e != nil {
-		return nil, e
+// optionsOf is a collection's options, {} when created without any.
+func optionsOf(cl *Collection) bson.Raw {
+	if cl.Options == nil {
+		return mustRaw(bson.D{})
 	}
-	db := req.DB()
-	c.n.mu.Lock()
-	exists := c.n.data.Coll(db, coll, false) != nil
-	c.n.mu.Unlock()
-	if !exists {
-		if _, err := c.n.writeOplog([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(bson.D{{Key: "create", Value: coll}})}}, false); err != nil {
-			return nil, cerr(10107, "not primary")
-		}
-	}
-	// Secondary indexes are accepted and not modelled.
-	return bson.D{{Key: "numIndexesBefore", Value: int32(1)}, {Key: "numIndexesAfter", Value: int32(1)},
-		{Key: "createdCollectionAutomatically", Value: !exists}, {Key: "note", Value: "all indexes already exist"}}, nil
-}
-
-func (c *conn) cmdListIndexes(req *Request) (bson.D, error) {
-	coll, e := collName(req, "listIndexes")
-	if e != nil {
-		return nil, e
-	}
-	db := req.DB()
-	c.n.mu.Lock()
-	exists := c.n.data.Coll(db, coll, false) != nil
-	c.n.mu.Unlock()
-	if !exists {
-		return nil, cerr(26, "ns does not exist: %s.%s", db, coll)
-	}
-	idx := mustRaw(bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}})
-	return c.cursorReply(db+"."+coll, []bson.Raw{idx}, -1, false, "firstBatch"), nil
+	return cl.Options
 }
 
 func (c *conn) cmdDrop(req *Request) (bson.D, error) {
@@ -66,15 +105,21 @@ func (c *conn) cmdDrop(req *Request) (bson.D, error) {
 	}
 	db := req.DB()
 	c.n.mu.Lock()
-	exists := c.n.data.Coll(db, coll, false) != nil
-	c.n.mu.Unlock()
-	if !exists {
+	cl := c.n.data.Coll(db, coll, false)
+	if cl == nil {
+		c.n.mu.Unlock()
+		if c.n.cfg.MajorMinor() < "7.0" {
+			return nil, cerr(26, "ns not found")
+		}
 		return bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "nIndexesWas", Value: int32(0)}}, nil
 	}
-	if _, err := c.n.writeOplog([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(bson.D{{Key: "drop", Value: coll}})}}, false); err != nil {
+	nIndexes := int32(1 + len(cl.Indexes))
+	_, err := c.n.writeOplogLocked([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(bson.D{{Key: "drop", Value: coll}})}}, false)
+	c.n.mu.Unlock()
+	if err != nil {
 		return nil, cerr(10107, "not primary")
 	}
-	return c.finishWrite(req, bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "nIndexesWas", Value: int32(1)}}), nil
+	return c.finishWrite(req, bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "nIndexesWas", Value: nIndexes}}), nil
 }
 
 func (c *conn) cmdDropDatabase(req *Request) (bson.D, error) {
@@ -154,6 +199,12 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 	nameOnly, _ := req.Body.Lookup("nameOnly").BooleanOK()
 	n.mu.Lock()
 	names := n.data.CollNames(db)
+	options := map[string]bson.Raw{}
+	uuids := map[string][16]byte{}
+	for _, name := range names {
+		cl := n.data.Coll(db, name, false)
+		options[name], uuids[name] = optionsOf(cl), cl.UUID
+	}
 	if db == "local" && n.cfg.ReplSet != "" {
 		names = append(names, "oplog.rs", "system.replset")
 	}
@@ -162,8 +213,16 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 	for _, name := range names {
 		d := bson.D{{Key: "name", Value: name}, {Key: "type", Value: "collection"}}
 		if !nameOnly {
-			d = append(d, bson.E{Key: "options", Value: bson.D{}}, bson.E{Key: "info", Value: bson.D{{Key: "readOnly", Value: false}}},
-				bson.E{Key: "idIndex", Value: bson.D{{Key: "v", Value: int32(2)}, {Key: "key", Value: bson.D{{Key: "_id", Value: int32(1)}}}, {Key: "name", Value: "_id_"}}})
+			opts := options[name]
+			if opts == nil {
+				opts = mustRaw(bson.D{})
+			}
+			info := bson.D{{Key: "readOnly", Value: false}}
+			if u, ok := uuids[name]; ok {
+				info = append(info, bson.E{Key: "uuid", Value: bson.Binary{Subtype: 4, Data: u[:]}})
+			}
+			d = append(d, bson.E{Key: "options", Value: opts}, bson.E{Key: "info", Value: info},
+				bson.E{Key: "idIndex", Value: idIndexSpec})
 		}
 		raw := mustRaw(d)
 		if filter != nil {

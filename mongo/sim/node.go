@@ -226,6 +226,8 @@ func (n *Node) Run(ctx context.Context) error {
 	go n.tickLoop()
 	n.bg.Add(1)
 	go n.fetchLoop()
+	n.bg.Add(1)
+	go n.ttlLoop()
 	for _, l := range n.listeners {
 		n.logI("NETWORK", 23016, "Waiting for connections", func(e *zerolog.Event) { e.Str("addr", l.Addr().String()).Bool("ssl", n.tlsConf != nil) })
 		go n.accept(l)
@@ -436,6 +438,8 @@ var codeNames = map[int32]string{
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373",
+	20: "IllegalOperation", 27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
+	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
 }
 
 func codeName(c int32) string {

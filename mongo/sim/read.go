@@ -53,7 +53,12 @@ func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.
 			docs = append(docs, n.rs.Raw())
 		}
 	default:
-		docs = n.readViewLocked(req).Coll(db, coll, false).Docs()
+		docs, err := n.readViewLocked(req).Coll(db, coll, false).Find(filter)
+		n.mu.Unlock()
+		if err != nil {
+			return nil, cerr(2, "%s", err.Error())
+		}
+		return docs, nil
 	}
 	n.mu.Unlock()
 	if filter == nil {

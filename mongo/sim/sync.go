@@ -81,6 +81,9 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.writable && !internal) {
 		return OpTime{}, errNotWritable
 	}
+	if err := n.data.CheckWrites(ops); err != nil {
+		return OpTime{}, err
+	}
 	var entries []OplogEntry
 	now := time.Now()
 	for _, op := range ops {
