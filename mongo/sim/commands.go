@@ -113,6 +113,9 @@ func init() {
 		"dropDatabase":    {fn: (*conn).cmdDropDatabase, class: classWrite, action: actWrite},
 		"dbStats":         {fn: (*conn).cmdDBStats, class: classRead, action: actRead},
 		"collStats":       {fn: (*conn).cmdCollStats, class: classRead, action: actRead},
+		// oplog slice: bounded oplog and initial sync by cloning
+		"replSetResizeOplog": {fn: (*conn).cmdReplSetResizeOplog, action: "replSetResizeOplog"},
+		"_simClone":          {fn: (*conn).cmdClone, action: actInternal},
 	}
 }
 

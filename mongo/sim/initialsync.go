@@ -1,0 +1,308 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Initial sync, as mongod: an empty member copies its sync source's
+// documents (every database but local) as of the source's majority commit
+// point, then applies the source's oplog from that point (entries are
+// idempotent, so what the clone already holds is applied again harmlessly)
+// and becomes SECONDARY once caught up. It works when the source's oplog no
+// longer holds the beginning of history. A failed attempt is retried, up
+// to 10 attempts.
+
+const maxInitialSyncAttempts = 10
+
+type initialSyncState struct {
+	start      time.Time
+	failed     int
+	attempts   bson.A
+	cloned     bool // documents installed; applying the oplog until caught up
+	begin      OpTime
+	appliedOps int
+	dbsToClone int
+	dbs        []clonedDB
+}
+
+type clonedDB struct {
+	name       string
+	start, end time.Time
+	colls      []clonedColl
+}
+
+type clonedColl struct {
+	ns         string
+	docs       int
+	start, end time.Time
+}
+
+// cmdClone serves initial sync from the majority-committed view: without
+// db, the databases to clone and the retryable-write records; with db,
+// that database as entries that rebuild it (Data.Dump). Each answer
+// carries the commit point (begin) and its oplog entry.
+func (c *conn) cmdClone(req *Request) (bson.D, error) {
+	n := c.n
+	c.internal.Store(true)
+	db, _ := req.Body.Lookup("db").StringValueOK()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	d := bson.D{{Key: "rbid", Value: n.rbid}}
+	if n.commitIdx > 0 {
+		e := n.oplog[n.commitIdx-1]
+		d = append(d, bson.E{Key: "begin", Value: e.OpTime().Doc()}, bson.E{Key: "entry", Value: e.Raw})
+	}
+	var entries []OplogEntry
+	if db == "" {
+		names := bson.A{}
+		for _, x := range n.committed.DBNames() {
+			if x != "local" {
+				names = append(names, x)
+			}
+		}
+		d = append(d, bson.E{Key: "databases", Value: names})
+		entries = n.committed.dumpTxns()
+	} else {
+		entries = n.committed.dumpColls(db, true)
+	}
+	arr := make(bson.A, 0, len(entries))
+	for _, e := range entries {
+		arr = append(arr, e.Raw)
+	}
+	return append(d, bson.E{Key: "entries", Value: arr}), nil
+}
+
+func decodeEntries(r bson.Raw) ([]OplogEntry, error) {
+	arr, _ := r.Lookup("entries").ArrayOK()
+	vals, err := arr.Values()
+	if err != nil {
+		return nil, err
+	}
+	out := make([]OplogEntry, 0, len(vals))
+	for _, v := range vals {
+		d, ok := v.DocumentOK()
+		if !ok {
+			return nil, errors.New("entry is not a document")
+		}
+		e, err := DecodeOplogEntry(append(bson.Raw(nil), d...))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func cloneCall(pc *peerConn, cmd bson.D) (bson.Raw, error) {
+	r, err := pc.run(append(cmd, bson.E{Key: "$db", Value: "admin"}), time.Now().Add(60*time.Second))
+	if err != nil {
+		return nil, err
+	}
+	if ok, _ := numberOK(r.Lookup("ok")); ok != 1 {
+		msg, _ := r.Lookup("errmsg").StringValueOK()
+		return nil, errors.New(msg)
+	}
+	return r, nil
+}
+
+// initialSync runs one attempt from src; a failure is recorded and retried
+// by the fetch loop, and after the last attempt the process exits, as
+// mongod's fassert does.
+func (n *Node) initialSync(pc *peerConn, src string) {
+	n.mu.Lock()
+	if n.isync == nil {
+		n.isync = &initialSyncState{start: time.Now()}
+	}
+	st := n.isync
+	attempt := st.failed + 1
+	n.mu.Unlock()
+	n.logI("INITSYNC", 21164, "Starting initial sync attempt", func(e *zerolog.Event) {
+		e.Int("initialSyncAttempt", attempt).Int("initialSyncMaxAttempts", maxInitialSyncAttempts)
+	})
+	t0 := time.Now()
+	rbid, err := n.cloneFrom(pc, st)
+	if err == nil {
+		n.logI("INITSYNC", 21173, "Finished cloning data. Beginning oplog replay", func(e *zerolog.Event) {
+			e.Str("databaseClonerFinishStatus", "OK")
+		})
+		return
+	}
+	n.initialSyncFailed(src, rbid, t0, err)
+}
+
+// initialSyncFailed records a failed attempt and forgets what it cloned.
+func (n *Node) initialSyncFailed(src string, rbid int32, t0 time.Time, err error) {
+	n.mu.Lock()
+	st := n.isync
+	st.failed++
+	st.cloned, st.dbs, st.dbsToClone, st.appliedOps = false, nil, 0, 0
+	st.attempts = append(st.attempts, bson.D{{Key: "durationMillis", Value: int32(time.Since(t0).Milliseconds())},
+		{Key: "status", Value: "InitialSyncFailure: " + err.Error()}, {Key: "syncSource", Value: src},
+		{Key: "rollBackId", Value: rbid}, {Key: "operationsRetried", Value: int32(0)}, {Key: "totalTimeUnreachableMillis", Value: int32(0)}})
+	n.emptyLocked()
+	failed := st.failed
+	n.mu.Unlock()
+	n.logS("E", "INITSYNC", 21200, "Initial sync attempt failed", func(e *zerolog.Event) {
+		e.Str("error", err.Error()).Int("attemptsLeft", maxInitialSyncAttempts-failed)
+	})
+	if failed >= maxInitialSyncAttempts {
+		n.logS("F", "INITSYNC", 40088, "The maximum number of retries have been exhausted for initial sync", nil)
+		_ = n.store.Close()
+		os.Exit(14)
+	}
+	select {
+	case <-time.After(time.Second):
+	case <-n.quit:
+	}
+}
+
+// cloneFrom copies the source's databases and installs them as our
+// checkpoint; the oplog then starts at the source's entry at begin.
+func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
+	r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}})
+	if err != nil {
+		return 0, err
+	}
+	rbid, _ := r.Lookup("rbid").Int32OK()
+	begin := parseOpTime(r.Lookup("begin"))
+	var first *OplogEntry
+	if raw, ok := r.Lookup("entry").DocumentOK(); ok {
+		e, err := DecodeOplogEntry(append(bson.Raw(nil), raw...))
+		if err != nil {
+			return rbid, err
+		}
+		first = &e
+	}
+	all, err := decodeEntries(r)
+	if err != nil {
+		return rbid, err
+	}
+	arr, _ := r.Lookup("databases").ArrayOK()
+	vals, _ := arr.Values()
+	n.mu.Lock()
+	st.begin, st.dbsToClone = begin, len(vals)
+	n.mu.Unlock()
+	for _, v := range vals {
+		name, _ := v.StringValueOK()
+		cdb := clonedDB{name: name, start: time.Now()}
+		r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}, {Key: "db", Value: name}})
+		if err != nil {
+			return rbid, fmt.Errorf("cloning %s: %w", name, err)
+		}
+		entries, err := decodeEntries(r)
+		if err != nil {
+			return rbid, err
+		}
+		now := time.Now()
+		for _, e := range entries {
+			switch e.Op {
+			case "c":
+				coll, _ := e.O.Lookup("create").StringValueOK()
+				cdb.colls = append(cdb.colls, clonedColl{ns: name + "." + coll, start: cdb.start, end: now})
+			case "i":
+				cdb.colls[len(cdb.colls)-1].docs++
+			}
+		}
+		cdb.end = now
+		all = append(all, entries...)
+		n.mu.Lock()
+		st.dbs = append(st.dbs, cdb)
+		n.mu.Unlock()
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.state != StateStartup2 {
+		return rbid, errors.New("member state changed during initial sync")
+	}
+	if err := n.store.ResetForInitialSync(begin, all, first); err != nil {
+		return rbid, err
+	}
+	n.oplog = nil
+	if first != nil {
+		n.oplog = []OplogEntry{*first}
+	}
+	n.data, n.committed = replayData(all), replayData(all)
+	n.commitIdx, n.commit, n.applied, n.cap.base = len(n.oplog), begin, begin, begin
+	if tsAfter(begin.TS, n.lastTS) {
+		n.lastTS = begin.TS
+	}
+	n.recountOplogLocked()
+	st.cloned = true
+	n.notifyProgressLocked()
+	return rbid, nil
+}
+
+// emptyLocked forgets every document and oplog entry in memory (the store
+// is reset when the next clone is installed).
+func (n *Node) emptyLocked() {
+	n.oplog, n.applied, n.commit, n.commitIdx, n.cap.base = nil, OpTime{}, OpTime{}, 0, OpTime{}
+	n.data, n.committed = NewData(), NewData()
+	n.recountOplogLocked()
+}
+
+// needsInitialSyncLocked: an empty member in STARTUP2 that has not cloned yet.
+func (n *Node) needsInitialSyncLocked() bool {
+	return n.state == StateStartup2 && n.applied.IsZero() && (n.isync == nil || !n.isync.cloned)
+}
+
+// initialSyncAppliedLocked counts oplog entries applied after the clone,
+// and ends initial sync when the member leaves STARTUP2.
+func (n *Node) initialSyncAppliedLocked(applied int, done bool) {
+	st := n.isync
+	if st == nil || !st.cloned {
+		return
+	}
+	st.appliedOps += applied
+	if done {
+		d := time.Since(st.start)
+		n.isync = nil
+		if err := n.store.ClearInitialSyncFlag(); err != nil {
+			n.logS("E", "INITSYNC", 21201, "cannot persist the end of initial sync", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+		}
+		n.logI("INITSYNC", 21192, "Initial sync done", func(e *zerolog.Event) { e.Int64("durationSeconds", int64(d.Seconds())) })
+	}
+}
+
+// initialSyncStatusLocked is replSetGetStatus.initialSyncStatus, reported
+// while the member is in initial sync (STARTUP2), as mongod 4.2.1+ does.
+func (n *Node) initialSyncStatusLocked() bson.D {
+	st := n.isync
+	if st == nil || n.state != StateStartup2 {
+		return nil
+	}
+	ms := func(a, b time.Time) int32 { return int32(b.Sub(a).Milliseconds()) }
+	date := bson.NewDateTimeFromTime
+	cloned := 0
+	dbs := bson.D{{Key: "databasesToClone", Value: int32(st.dbsToClone)}}
+	var perDB bson.D
+	for _, db := range st.dbs {
+		cloned++
+		d := bson.D{{Key: "collections", Value: int32(len(db.colls))}, {Key: "clonedCollections", Value: int32(len(db.colls))},
+			{Key: "start", Value: date(db.start)}, {Key: "end", Value: date(db.end)}, {Key: "elapsedMillis", Value: ms(db.start, db.end)}}
+		for _, c := range db.colls {
+			d = append(d, bson.E{Key: c.ns, Value: bson.D{{Key: "documentsToCopy", Value: int64(c.docs)}, {Key: "documentsCopied", Value: int64(c.docs)},
+				{Key: "indexes", Value: int32(1)}, {Key: "fetchedBatches", Value: int32(1)}, {Key: "start", Value: date(c.start)},
+				{Key: "end", Value: date(c.end)}, {Key: "elapsedMillis", Value: ms(c.start, c.end)}, {Key: "receivedBatches", Value: int32(1)}}})
+		}
+		perDB = append(perDB, bson.E{Key: db.name, Value: d})
+	}
+	dbs = append(dbs, bson.E{Key: "databasesCloned", Value: int32(cloned)})
+	dbs = append(dbs, perDB...)
+	attempts := st.attempts
+	if attempts == nil {
+		attempts = bson.A{}
+	}
+	d := bson.D{{Key: "failedInitialSyncAttempts", Value: int32(st.failed)}, {Key: "maxFailedInitialSyncAttempts", Value: int32(maxInitialSyncAttempts)},
+		{Key: "initialSyncStart", Value: date(st.start)}, {Key: "totalInitialSyncElapsedMillis", Value: ms(st.start, time.Now())},
+		{Key: "initialSyncAttempts", Value: attempts}, {Key: "appliedOps", Value: int32(st.appliedOps)}}
+	if st.cloned {
+		d = append(d, bson.E{Key: "initialSyncOplogStart", Value: st.begin.TS})
+	}
+	return append(d, bson.E{Key: "totalTimeUnreachableMillis", Value: int64(0)}, bson.E{Key: "databases", Value: dbs})
+}
