@@ -238,3 +238,49 @@ func TestTooStaleMemberRecoversByResync(t *testing.T) {
 		t.Errorf("resynced member has %d documents, want 300", got)
 	}
 }
+
+// The oplog grows past its size rather than lose entries the commit point
+// still needs: with the only other data-bearing member of a PSA set frozen,
+// nothing is majority committed, so nothing is truncated and the member
+// catches up when it resumes.
+func TestOplogKeepsEntriesAboveCommitPoint(t *testing.T) {
+	ms := []*member{newMember(t, "--oplogSize", "1"), newMember(t, "--oplogSize", "1"), newMember(t)}
+	cfg := bson.D{{Key: "_id", Value: "rs0"}, {Key: "members", Value: bson.A{
+		bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: ms[0].host}, {Key: "priority", Value: 2}},
+		bson.D{{Key: "_id", Value: 1}, {Key: "host", Value: ms[1].host}},
+		bson.D{{Key: "_id", Value: 2}, {Key: "host", Value: ms[2].host}, {Key: "arbiterOnly", Value: true}},
+	}}, {Key: "settings", Value: fastSettings}}
+	mustRun(t, ms[0].client(t), bson.D{{Key: "replSetInitiate", Value: cfg}})
+	waitFor(t, 30*time.Second, "member 0 primary", func() bool { return primaryOf(ms[:1]) == 0 })
+	waitFor(t, 20*time.Second, "member 1 SECONDARY", func() bool { return state(t, ms[1]) == 2 })
+	_, first := oplogStats(t, ms[0])
+	if err := ms[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	coll := ms[0].client(t).Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.W1()))
+	pad := strings.Repeat("x", 10<<10)
+	for i := range 200 {
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stats, first2 := oplogStats(t, ms[0])
+	if size, _ := stats.Lookup("size").AsInt64OK(); size < 3<<19 || first2 != first {
+		t.Errorf("oplog truncated above the commit point: size %d, first %v then %v", size, first, first2)
+	}
+	if err := ms[1].cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the resumed member caught up", func() bool { return countOn(t, ms[1], bson.D{}) == 200 })
+	// Once the commit point moves, the next write truncates.
+	waitFor(t, 30*time.Second, "oplog back under its size", func() bool {
+		if _, err := coll.InsertOne(ctx, bson.D{}); err != nil {
+			t.Fatal(err)
+		}
+		stats, _ := oplogStats(t, ms[0])
+		size, _ := stats.Lookup("size").AsInt64OK()
+		return size <= 1<<20
+	})
+}
