@@ -102,7 +102,7 @@ func TestReplSetResizeOplog(t *testing.T) {
 		{bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "size", Value: float64(1 << 31)}}, 51024},
 		{bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "minRetentionHours", Value: -1.0}}, 51024},
 		{bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "size", Value: "big"}}, 14},
-		{bson.D{{Key: "replSetResizeOplog", Value: 1}}, 72},
+		{bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "size", Value: 1000}}, 14}, // an int: mongod wants a double
 	} {
 		if _, err := run(c, tc.cmd); !hasCode(err, tc.code) {
 			t.Errorf("%v: %v, want code %d", tc.cmd, err, tc.code)
@@ -117,7 +117,8 @@ func TestReplSetResizeOplog(t *testing.T) {
 		t.Errorf("minRetentionHours did not keep the oplog: size %d, first %v then %v", size, first, first2)
 	}
 	// A new size is persisted and wins over --oplogSize at the next start.
-	mustRun(t, c, bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "size", Value: 990}})
+	mustRun(t, c, bson.D{{Key: "replSetResizeOplog", Value: 1}}) // nothing to change: accepted
+	mustRun(t, c, bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "size", Value: 990.0}})
 	ms[p].kill()
 	ms[p].start()
 	waitPrimary(t, ms, 30*time.Second)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"syscall"
 	"time"
 
@@ -110,7 +111,8 @@ func (n *Node) oplogStatsLocked() (count, size, maxSize int64) {
 }
 
 // cmdReplSetResizeOplog changes the oplog's maximum size (MB, persisted)
-// and minimum retention (hours, until restart), as mongod 6.0+.
+// and minimum retention (hours, until restart), as mongod 6.0+; it runs on
+// any member, each member's oplog being its own.
 func (c *conn) cmdReplSetResizeOplog(req *Request) (bson.D, error) {
 	n := c.n
 	if req.DB() != "admin" {
@@ -123,35 +125,32 @@ func (c *conn) cmdReplSetResizeOplog(req *Request) (bson.D, error) {
 	if n.cfg.MajorMinor() >= "7.1" {
 		bad = 2
 	}
-	sizeV, hasSize := req.Body.Lookup("size"), false
-	var size float64
-	if sizeV.Type != 0 {
-		v, ok := numberOK(sizeV)
+	// mongod's IDL: both fields are optional doubles (an int is refused),
+	// size within [990, 1 PB] MB, minRetentionHours >= 0.
+	field := func(name string, lo, hi float64) (float64, bool, error) {
+		v := req.Body.Lookup(name)
+		if v.Type == 0 {
+			return 0, false, nil
+		}
+		f, ok := v.DoubleOK()
 		if !ok {
-			return nil, cerr(14, "BSON field 'replSetResizeOplog.size' is the wrong type '%s', expected types '[long, int, decimal, double]'", sizeV.Type.String())
+			return 0, false, cerr(14, "BSON field 'replSetResizeOplog.%s' is the wrong type '%s', expected type 'double'", name, typeName(v.Type))
 		}
-		if v < minOplogSizeMB {
-			return nil, cerr(bad, "BSON field 'size' value must be >= %d, actual value '%v'", minOplogSizeMB, v)
+		if !(f >= lo) {
+			return 0, false, cerr(bad, "BSON field '%s' value must be >= %v, actual value '%v'", name, lo, f)
 		}
-		if v > maxOplogSizeMB {
-			return nil, cerr(bad, "BSON field 'size' value must be <= %d, actual value '%v'", maxOplogSizeMB, v)
+		if !(f <= hi) {
+			return 0, false, cerr(bad, "BSON field '%s' value must be <= %v, actual value '%v'", name, hi, f)
 		}
-		size, hasSize = v, true
+		return f, true, nil
 	}
-	retV, hasRet := req.Body.Lookup("minRetentionHours"), false
-	var ret float64
-	if retV.Type != 0 {
-		v, ok := numberOK(retV)
-		if !ok {
-			return nil, cerr(14, "BSON field 'replSetResizeOplog.minRetentionHours' is the wrong type '%s', expected types '[long, int, decimal, double]'", retV.Type.String())
-		}
-		if v < 0 {
-			return nil, cerr(bad, "BSON field 'minRetentionHours' value must be >= 0, actual value '%v'", v)
-		}
-		ret, hasRet = v, true
+	size, hasSize, err := field("size", minOplogSizeMB, maxOplogSizeMB)
+	if err != nil {
+		return nil, err
 	}
-	if !hasSize && !hasRet {
-		return nil, cerr(72, "replSetResizeOplog command must specify at least one of 'size' or 'minRetentionHours'")
+	ret, hasRet, err := field("minRetentionHours", 0, math.Inf(1))
+	if err != nil {
+		return nil, err
 	}
 	n.mu.Lock()
 	if hasSize {
