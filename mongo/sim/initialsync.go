@@ -40,42 +40,8 @@ type clonedDB struct {
 type clonedColl struct {
 	ns         string
 	docs       int
+	batches    int
 	start, end time.Time
-}
-
-// cmdClone serves initial sync from the majority-committed view: without
-// db, the databases to clone and the retryable-write records; with db,
-// that database as entries that rebuild it (Data.Dump). Each answer
-// carries the commit point (begin) and its oplog entry.
-func (c *conn) cmdClone(req *Request) (bson.D, error) {
-	n := c.n
-	c.internal.Store(true)
-	db, _ := req.Body.Lookup("db").StringValueOK()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	d := bson.D{{Key: "rbid", Value: n.rbid}}
-	if n.commitIdx > 0 {
-		e := n.oplog[n.commitIdx-1]
-		d = append(d, bson.E{Key: "begin", Value: e.OpTime().Doc()}, bson.E{Key: "entry", Value: e.Raw})
-	}
-	var entries []OplogEntry
-	if db == "" {
-		names := bson.A{}
-		for _, x := range n.committed.DBNames() {
-			if x != "local" {
-				names = append(names, x)
-			}
-		}
-		d = append(d, bson.E{Key: "databases", Value: names})
-		entries = n.committed.dumpTxns()
-	} else {
-		entries = n.committed.dumpColls(db, true)
-	}
-	arr := make(bson.A, 0, len(entries))
-	for _, e := range entries {
-		arr = append(arr, e.Raw)
-	}
-	return append(d, bson.E{Key: "entries", Value: arr}), nil
 }
 
 func decodeEntries(r bson.Raw) ([]OplogEntry, error) {
@@ -162,8 +128,9 @@ func (n *Node) initialSyncFailed(src string, rbid int32, t0 time.Time, err error
 	}
 }
 
-// cloneFrom copies the source's databases and installs them as our
-// checkpoint; the oplog then starts at the source's entry at begin.
+// cloneFrom copies the source's databases collection by collection in
+// _id order and installs them as our checkpoint; the oplog then starts at
+// the source's entry at begin.
 func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 	r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}})
 	if err != nil {
@@ -184,33 +151,46 @@ func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 		return rbid, err
 	}
 	arr, _ := r.Lookup("databases").ArrayOK()
-	vals, _ := arr.Values()
+	dbs, _ := arr.Values()
 	n.mu.Lock()
-	st.begin, st.dbsToClone = begin, len(vals)
+	st.begin, st.dbsToClone = begin, len(dbs)
 	n.mu.Unlock()
-	for _, v := range vals {
-		name, _ := v.StringValueOK()
+	for _, v := range dbs {
+		d, _ := v.DocumentOK()
+		name, _ := d.Lookup("name").StringValueOK()
+		carr, _ := d.Lookup("collections").ArrayOK()
+		colls, _ := carr.Values()
 		cdb := clonedDB{name: name, start: time.Now()}
-		r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}, {Key: "db", Value: name}})
-		if err != nil {
-			return rbid, fmt.Errorf("cloning %s: %w", name, err)
-		}
-		entries, err := decodeEntries(r)
-		if err != nil {
-			return rbid, err
-		}
-		now := time.Now()
-		for _, e := range entries {
-			switch e.Op {
-			case "c":
-				coll, _ := e.O.Lookup("create").StringValueOK()
-				cdb.colls = append(cdb.colls, clonedColl{ns: name + "." + coll, start: cdb.start, end: now})
-			case "i":
-				cdb.colls[len(cdb.colls)-1].docs++
+		for _, cv := range colls {
+			coll, _ := cv.StringValueOK()
+			cc := clonedColl{ns: name + "." + coll, start: time.Now()}
+			all = append(all, NewOplogEntry(OpTime{}, "c", name+".$cmd", mustRaw(bson.D{{Key: "create", Value: coll}}), nil, time.Time{}))
+			var after []byte
+			for {
+				r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}, {Key: "ns", Value: cc.ns}, {Key: "after", Value: bson.Binary{Data: after}}})
+				if err != nil {
+					return rbid, fmt.Errorf("cloning %s: %w", cc.ns, err)
+				}
+				docs, _ := r.Lookup("docs").ArrayOK()
+				vals, _ := docs.Values()
+				for _, dv := range vals {
+					doc, ok := dv.DocumentOK()
+					if !ok {
+						return rbid, fmt.Errorf("cloning %s: a document is not one", cc.ns)
+					}
+					all = append(all, NewOplogEntry(OpTime{}, "i", cc.ns, append(bson.Raw(nil), doc...), nil, time.Time{}))
+				}
+				cc.docs += len(vals)
+				cc.batches++
+				_, after, _ = r.Lookup("last").BinaryOK()
+				if more, _ := r.Lookup("more").BooleanOK(); !more {
+					break
+				}
 			}
+			cc.end = time.Now()
+			cdb.colls = append(cdb.colls, cc)
 		}
-		cdb.end = now
-		all = append(all, entries...)
+		cdb.end = time.Now()
 		n.mu.Lock()
 		st.dbs = append(st.dbs, cdb)
 		n.mu.Unlock()
@@ -287,8 +267,8 @@ func (n *Node) initialSyncStatusLocked() bson.D {
 			{Key: "start", Value: date(db.start)}, {Key: "end", Value: date(db.end)}, {Key: "elapsedMillis", Value: ms(db.start, db.end)}}
 		for _, c := range db.colls {
 			d = append(d, bson.E{Key: c.ns, Value: bson.D{{Key: "documentsToCopy", Value: int64(c.docs)}, {Key: "documentsCopied", Value: int64(c.docs)},
-				{Key: "indexes", Value: int32(1)}, {Key: "fetchedBatches", Value: int32(1)}, {Key: "start", Value: date(c.start)},
-				{Key: "end", Value: date(c.end)}, {Key: "elapsedMillis", Value: ms(c.start, c.end)}, {Key: "receivedBatches", Value: int32(1)}}})
+				{Key: "indexes", Value: int32(1)}, {Key: "fetchedBatches", Value: int32(c.batches)}, {Key: "start", Value: date(c.start)},
+				{Key: "end", Value: date(c.end)}, {Key: "elapsedMillis", Value: ms(c.start, c.end)}, {Key: "receivedBatches", Value: int32(c.batches)}}})
 		}
 		perDB = append(perDB, bson.E{Key: db.name, Value: d})
 	}

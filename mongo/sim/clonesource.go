@@ -1,0 +1,81 @@
+package sim
+
+import (
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// cloneBatchBytes bounds one answer to a cloning member, well under the
+// 48 MB message limit.
+const cloneBatchBytes = 8 << 20
+
+// cmdClone serves initial sync from the majority-committed view. Without
+// ns: the commit point (begin) and its oplog entry, the databases and
+// collections to clone (all but local) and the retryable-write records.
+// With ns: that collection's documents in _id order after the key "after",
+// one batch at a time. Documents changed meanwhile are fixed by the oplog
+// replay from begin, as in mongod's collection cloner.
+func (c *conn) cmdClone(req *Request) (bson.D, error) {
+	n := c.n
+	c.internal.Store(true)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if ns, ok := req.Body.Lookup("ns").StringValueOK(); ok {
+		_, after, _ := req.Body.Lookup("after").BinaryOK()
+		db, coll := splitNS(ns)
+		docs, last, more := n.committed.Coll(db, coll, false).batchAfter(string(after), cloneBatchBytes)
+		arr := make(bson.A, 0, len(docs))
+		for _, d := range docs {
+			arr = append(arr, d)
+		}
+		return bson.D{{Key: "docs", Value: arr}, {Key: "last", Value: bson.Binary{Data: []byte(last)}}, {Key: "more", Value: more}}, nil
+	}
+	d := bson.D{{Key: "rbid", Value: n.rbid}}
+	if n.commitIdx > 0 {
+		e := n.oplog[n.commitIdx-1]
+		d = append(d, bson.E{Key: "begin", Value: e.OpTime().Doc()}, bson.E{Key: "entry", Value: e.Raw})
+	}
+	dbs := bson.A{}
+	for _, db := range n.committed.DBNames() {
+		if db == "local" {
+			continue
+		}
+		colls := bson.A{}
+		for _, coll := range n.committed.CollNames(db) {
+			colls = append(colls, coll)
+		}
+		dbs = append(dbs, bson.D{{Key: "name", Value: db}, {Key: "collections", Value: colls}})
+	}
+	txns := bson.A{}
+	for _, e := range n.committed.dumpTxns() {
+		txns = append(txns, e.Raw)
+	}
+	return append(d, bson.E{Key: "databases", Value: dbs}, bson.E{Key: "entries", Value: txns}), nil
+}
+
+// batchAfter returns documents whose _id key sorts after "after", in key
+// order, up to maxBytes (at least one), the last key and whether more follow.
+func (c *Collection) batchAfter(after string, maxBytes int) ([]bson.Raw, string, bool) {
+	if c == nil {
+		return nil, "", false
+	}
+	keys := make([]string, 0, len(c.docs))
+	for k := range c.docs {
+		if k > after {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var out []bson.Raw
+	size, last := 0, after
+	for i, k := range keys {
+		if len(out) > 0 && size+len(c.docs[k]) > maxBytes {
+			return out, last, i < len(keys)
+		}
+		out = append(out, c.docs[k])
+		size += len(c.docs[k])
+		last = k
+	}
+	return out, last, false
+}
