@@ -53,6 +53,35 @@ func oplogStats(t *testing.T, m *member) (stats bson.Raw, first bson.Timestamp) 
 	return stats, bson.Timestamp{T: tt, I: i}
 }
 
+// naturalTimestamps reads local.oplog.rs in $natural order, and checks
+// that $natural -1 starts with the newest.
+func naturalTimestamps(t *testing.T, m *member) []bson.Timestamp {
+	t.Helper()
+	c := m.shortClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	defer func() { _ = c.Disconnect(ctx) }()
+	oplog := c.Database("local").Collection("oplog.rs", options.Collection().SetReadPreference(readpref.PrimaryPreferred()))
+	cur, err := oplog.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "$natural", Value: 1}}).SetProjection(bson.D{{Key: "ts", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []bson.Timestamp
+	for cur.Next(ctx) {
+		tt, i, _ := cur.Current.Lookup("ts").TimestampOK()
+		out = append(out, bson.Timestamp{T: tt, I: i})
+	}
+	last, err := oplog.FindOne(ctx, bson.D{}, options.FindOne().SetSort(bson.D{{Key: "$natural", Value: -1}})).Raw()
+	if err != nil || len(out) == 0 {
+		t.Fatalf("oplog read: %v, %d entries", err, len(out))
+	}
+	tt, i, _ := last.Lookup("ts").TimestampOK()
+	if lt := (bson.Timestamp{T: tt, I: i}); lt.T < out[len(out)-1].T || lt.T == out[len(out)-1].T && lt.I < out[len(out)-1].I {
+		t.Errorf("$natural -1 gives %v, older than the last of $natural 1, %v", lt, out[len(out)-1])
+	}
+	return out
+}
+
 func TestOplogBoundedCheckpointSurvivesKill(t *testing.T) {
 	ms, _ := initiated(t, 3, fastSettings, "--oplogSize", "1")
 	client := connect(t, rsURI(ms, ""))
@@ -72,6 +101,16 @@ func TestOplogBoundedCheckpointSurvivesKill(t *testing.T) {
 		}
 		if !(first.T > firstBefore.T || first.T == firstBefore.T && first.I > firstBefore.I) {
 			t.Errorf("%s: oldest entry %v not truncated (was %v)", m.host, first, firstBefore)
+		}
+		// Readers see the capped collection: $natural order, count as collStats says.
+		ts := naturalTimestamps(t, m)
+		if count, _ := stats.Lookup("count").AsInt64OK(); len(ts) < int(count) || ts[0] != first {
+			t.Errorf("%s: find returns %d entries from %v; collStats count %d, first %v", m.host, len(ts), ts[0], count, first)
+		}
+		for i := 1; i < len(ts); i++ {
+			if !(ts[i].T > ts[i-1].T || ts[i].T == ts[i-1].T && ts[i].I > ts[i-1].I) {
+				t.Fatalf("%s: $natural order broken at %d: %v then %v", m.host, i, ts[i-1], ts[i])
+			}
 		}
 	}
 	// kill -9 everyone; start-up loads the checkpoint and replays the rest.
