@@ -348,8 +348,9 @@ func (c *conn) cmdServerStatus(*Request) (bson.D, error) {
 		n.mu.Lock()
 		repl := n.helloReplFieldsLocked(true)
 		repl = append(repl, bson.E{Key: "rbid", Value: n.rbid}, bson.E{Key: "userWriteBlockMode", Value: int32(1)})
+		trunc := n.oplogTruncationStatusLocked()
 		n.mu.Unlock()
-		d = append(d, bson.E{Key: "repl", Value: repl})
+		d = append(d, bson.E{Key: "repl", Value: repl}, bson.E{Key: "oplogTruncation", Value: trunc})
 	}
 	d = append(d, bson.E{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "wiredTiger"}, {Key: "supportsCommittedReads", Value: true}, {Key: "persistent", Value: true}}})
 	return d, nil

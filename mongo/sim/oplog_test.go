@@ -113,6 +113,10 @@ func TestOplogBoundedCheckpointSurvivesKill(t *testing.T) {
 			}
 		}
 	}
+	ss := mustRun(t, ms[0].client(t), bson.D{{Key: "serverStatus", Value: 1}})
+	if n, _ := ss.Lookup("oplogTruncation", "truncateCount").AsInt64OK(); n == 0 {
+		t.Errorf("serverStatus.oplogTruncation: %v", ss.Lookup("oplogTruncation"))
+	}
 	// kill -9 everyone; start-up loads the checkpoint and replays the rest.
 	for _, m := range ms {
 		m.kill()

@@ -19,6 +19,8 @@ type oplogCap struct {
 	bytes             int64 // BSON size of n.oplog[:sized]
 	sized             int
 	base              OpTime // optime of the persisted checkpoint
+	truncations       int64
+	truncatingTime    time.Duration
 }
 
 const (
@@ -92,6 +94,7 @@ func (n *Node) truncateOplogLocked() {
 	if k == 0 || left > target && size-left < n.cap.maxBytes/20 {
 		return
 	}
+	start := time.Now()
 	base := n.oplog[n.commitIdx-1].OpTime()
 	if err := n.store.SaveCheckpoint(base, n.committed.Dump(), n.oplog[k].TS); err != nil {
 		n.logS("E", "STORAGE", 22400, "cannot truncate the oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
@@ -102,6 +105,15 @@ func (n *Node) truncateOplogLocked() {
 	n.cap.sized -= k
 	n.cap.bytes = left
 	n.cap.base = base
+	n.cap.truncations++
+	n.cap.truncatingTime += time.Since(start)
+}
+
+// oplogTruncationStatusLocked is serverStatus.oplogTruncation.
+func (n *Node) oplogTruncationStatusLocked() bson.D {
+	return bson.D{{Key: "processingMethod", Value: "scanning"}, {Key: "totalTimeProcessingMicros", Value: int64(0)},
+		{Key: "totalTimeTruncatingMicros", Value: n.cap.truncatingTime.Microseconds()}, {Key: "truncateCount", Value: n.cap.truncations},
+		{Key: "oplogMinRetentionHours", Value: n.cap.minRetentionHours}}
 }
 
 // oplogStatsLocked is what collStats reports for local.oplog.rs: entries,
