@@ -86,7 +86,7 @@ type Node struct {
 	lastTS    bson.Timestamp
 	rbid      int32
 	cap       oplogCap
-	isync     *initialSyncState // the running or last initial sync
+	isync     *initialSyncState // the running initial sync, if any
 	stale     staleState        // too-stale sync sources and maintenance mode
 
 	connMu    sync.Mutex
