@@ -328,3 +328,47 @@ func TestOplogKeepsEntriesAboveCommitPoint(t *testing.T) {
 		return size <= 1<<20
 	})
 }
+
+// Rollback after truncation rebuilds from the checkpoint: the old primary's
+// w:1 write goes, every majority write stays.
+func TestRollbackAfterTruncationUsesCheckpoint(t *testing.T) {
+	settings := bson.D{{Key: "electionTimeoutMillis", Value: 4000}, {Key: "heartbeatIntervalMillis", Value: 200}}
+	ms, p := initiated(t, 3, settings, "--oplogSize", "1")
+	fillOplog(t, connect(t, rsURI(ms, "")), 0, 300)
+	old := ms[p]
+	var secs []*member
+	for i, m := range ms {
+		if i != p {
+			secs = append(secs, m)
+			m.kill()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w1 := old.client(t).Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.W1()))
+	if _, err := w1.InsertOne(ctx, bson.D{{Key: "_id", Value: "lost"}}); err != nil {
+		t.Fatalf("w:1 write on the isolated primary: %v", err)
+	}
+	old.kill()
+	for _, s := range secs {
+		s.start()
+	}
+	np := secs[waitPrimary(t, secs, 30*time.Second)]
+	if _, err := np.client(t).Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.Majority())).
+		InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	old.start()
+	waitFor(t, 30*time.Second, "old primary rolled back and SECONDARY", func() bool {
+		return state(t, old) == 2 && countOn(t, old, bson.D{{Key: "_id", Value: "after"}}) == 1
+	})
+	if n := countOn(t, old, bson.D{{Key: "_id", Value: "lost"}}); n != 0 {
+		t.Errorf("w:1 write not rolled back")
+	}
+	if n := countOn(t, old, bson.D{}); n != 301 {
+		t.Errorf("old primary has %d documents, want 301", n)
+	}
+	if !strings.Contains(old.out.String(), "Rollback summary") {
+		t.Error("no rollback")
+	}
+}
