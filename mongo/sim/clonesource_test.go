@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"bufio"
+	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -41,4 +44,30 @@ func TestCloneBatchesInIDOrder(t *testing.T) {
 	if batches != 5 {
 		t.Errorf("%d batches, want 5", batches)
 	}
+}
+
+// A broken connection to the sync source is "unreachable" (retried, not a
+// failed attempt); an error reply is a failure.
+func TestCloneCallClassifiesErrors(t *testing.T) {
+	a, b := net.Pipe()
+	_ = b.Close()
+	if _, err := cloneCall(&peerConn{nc: a, br: bufio.NewReader(a)}, bson.D{{Key: "_simClone", Value: 1}}); !isUnreachable(err) {
+		t.Errorf("broken connection: %v", err)
+	}
+	a, b = net.Pipe()
+	go func() {
+		if _, err := ReadMessage(b); err != nil {
+			return
+		}
+		reply := mustRaw(bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: "no"}, {Key: "code", Value: int32(1)}})
+		_, _ = b.Write(EncodeMsg(1, 0, 0, reply))
+	}()
+	if _, err := cloneCall(&peerConn{nc: a, br: bufio.NewReader(a)}, bson.D{{Key: "_simClone", Value: 1}}); err == nil || isUnreachable(err) {
+		t.Errorf("error reply: %v", err)
+	}
+}
+
+func isUnreachable(err error) bool {
+	var ue *unreachableError
+	return errors.As(err, &ue)
 }

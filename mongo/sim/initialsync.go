@@ -24,7 +24,9 @@ type initialSyncState struct {
 	start      time.Time
 	failed     int
 	attempts   bson.A
-	cloned     bool // documents installed; applying the oplog until caught up
+	retried    int           // operations retried after the source was unreachable
+	unreach    time.Duration // time the source was unreachable
+	cloned     bool          // documents installed; applying the oplog until caught up
 	begin      OpTime
 	appliedOps int
 	dbsToClone int
@@ -65,22 +67,28 @@ func decodeEntries(r bson.Raw) ([]OplogEntry, error) {
 	return out, nil
 }
 
+// unreachableError is a network failure talking to the sync source: as in
+// mongod (initialSyncTransientErrorRetryPeriodSeconds, 24 h), it is retried
+// and does not count as a failed attempt.
+type unreachableError struct{ err error }
+
+func (e *unreachableError) Error() string { return e.err.Error() }
+
+// cloneCall runs one cloning command; an error reply is returned as is,
+// anything else (no answer, a broken connection) as unreachable.
 func cloneCall(pc *peerConn, cmd bson.D) (bson.Raw, error) {
 	r, err := pc.run(append(cmd, bson.E{Key: "$db", Value: "admin"}), time.Now().Add(60*time.Second))
-	if err != nil {
-		return nil, err
+	var ce *CmdError
+	if err != nil && !errors.As(err, &ce) {
+		return nil, &unreachableError{err}
 	}
-	if ok, _ := numberOK(r.Lookup("ok")); ok != 1 {
-		msg, _ := r.Lookup("errmsg").StringValueOK()
-		return nil, errors.New(msg)
-	}
-	return r, nil
+	return r, err
 }
 
 // initialSync runs one attempt from src; a failure is recorded and retried
 // by the fetch loop, and after the last attempt the process exits, as
-// mongod's fassert does.
-func (n *Node) initialSync(pc *peerConn, src string) {
+// mongod's fassert does. It reports whether the connection is still usable.
+func (n *Node) initialSync(pc *peerConn, src string) bool {
 	n.mu.Lock()
 	if n.isync == nil {
 		n.isync = &initialSyncState{start: time.Now()}
@@ -97,9 +105,26 @@ func (n *Node) initialSync(pc *peerConn, src string) {
 		n.logI("INITSYNC", 21173, "Finished cloning data. Beginning oplog replay", func(e *zerolog.Event) {
 			e.Str("databaseClonerFinishStatus", "OK")
 		})
-		return
+		return true
+	}
+	var ue *unreachableError
+	if errors.As(err, &ue) {
+		n.mu.Lock()
+		st.retried++
+		st.unreach += time.Since(t0)
+		st.dbs, st.dbsToClone = nil, 0
+		n.mu.Unlock()
+		n.logI("INITSYNC", 21078, "Sync source unreachable during initial sync; retrying", func(e *zerolog.Event) {
+			e.Str("syncSource", src).Str("error", err.Error())
+		})
+		select {
+		case <-time.After(time.Second):
+		case <-n.quit:
+		}
+		return false
 	}
 	n.initialSyncFailed(src, rbid, t0, err)
+	return true
 }
 
 // initialSyncFailed records a failed attempt and forgets what it cloned.
@@ -110,7 +135,9 @@ func (n *Node) initialSyncFailed(src string, rbid int32, t0 time.Time, err error
 	st.cloned, st.dbs, st.dbsToClone, st.appliedOps = false, nil, 0, 0
 	st.attempts = append(st.attempts, bson.D{{Key: "durationMillis", Value: int32(time.Since(t0).Milliseconds())},
 		{Key: "status", Value: "InitialSyncFailure: " + err.Error()}, {Key: "syncSource", Value: src},
-		{Key: "rollBackId", Value: rbid}, {Key: "operationsRetried", Value: int32(0)}, {Key: "totalTimeUnreachableMillis", Value: int32(0)}})
+		{Key: "rollBackId", Value: rbid}, {Key: "operationsRetried", Value: int32(st.retried)},
+		{Key: "totalTimeUnreachableMillis", Value: int32(st.unreach.Milliseconds())}})
+	st.retried, st.unreach = 0, 0
 	n.emptyLocked()
 	failed := st.failed
 	n.mu.Unlock()
@@ -284,5 +311,5 @@ func (n *Node) initialSyncStatusLocked() bson.D {
 	if st.cloned {
 		d = append(d, bson.E{Key: "initialSyncOplogStart", Value: st.begin.TS})
 	}
-	return append(d, bson.E{Key: "totalTimeUnreachableMillis", Value: int64(0)}, bson.E{Key: "databases", Value: dbs})
+	return append(d, bson.E{Key: "totalTimeUnreachableMillis", Value: st.unreach.Milliseconds()}, bson.E{Key: "databases", Value: dbs})
 }

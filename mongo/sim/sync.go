@@ -290,7 +290,10 @@ func (n *Node) fetchLoop() {
 		isync := n.needsInitialSyncLocked()
 		n.mu.Unlock()
 		if isync {
-			n.initialSync(pc, src)
+			if !n.initialSync(pc, src) {
+				pc.close()
+				pc = nil
+			}
 			continue
 		}
 		// Drop the call if the sync source changes meanwhile (a new primary).
