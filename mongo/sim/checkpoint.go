@@ -21,24 +21,27 @@ var bucketCheckpoint = []byte("checkpoint")
 
 // Dump returns entries that, applied in order to NewData(), rebuild d:
 // a create per collection, an insert per document (in insertion order), and
-// a no-op per recorded retryable-write entry.
+// a no-op per recorded retryable-write entry. New kinds of state (index
+// definitions...) belong in dumpDB, which initial sync's cloning uses too.
 func (d *Data) Dump() []OplogEntry {
-	return append(d.dumpColls("", false), d.dumpTxns()...)
+	var out []OplogEntry
+	for _, db := range d.DBNames() {
+		out = append(out, d.dumpDB(db, true)...)
+	}
+	return append(out, d.dumpTxns()...)
 }
 
-// dumpColls is Dump's collections: of one database, or all (but local
-// with skipLocal: initial sync clones every database but local).
-func (d *Data) dumpColls(db string, skipLocal bool) []OplogEntry {
+// dumpDB is Dump's part for one database; without docs it is only the
+// definitions (initial sync fetches documents in batches).
+func (d *Data) dumpDB(db string, docs bool) []OplogEntry {
 	var out []OplogEntry
-	for _, dbName := range d.DBNames() {
-		if db != "" && dbName != db || skipLocal && dbName == "local" {
+	for _, coll := range d.CollNames(db) {
+		out = append(out, NewOplogEntry(OpTime{}, "c", db+".$cmd", mustRaw(bson.D{{Key: "create", Value: coll}}), nil, time.Time{}))
+		if !docs {
 			continue
 		}
-		for _, coll := range d.CollNames(dbName) {
-			out = append(out, NewOplogEntry(OpTime{}, "c", dbName+".$cmd", mustRaw(bson.D{{Key: "create", Value: coll}}), nil, time.Time{}))
-			for _, doc := range d.dbs[dbName][coll].Docs() {
-				out = append(out, NewOplogEntry(OpTime{}, "i", dbName+"."+coll, doc, nil, time.Time{}))
-			}
+		for _, doc := range d.dbs[db][coll].Docs() {
+			out = append(out, NewOplogEntry(OpTime{}, "i", db+"."+coll, doc, nil, time.Time{}))
 		}
 	}
 	return out

@@ -11,8 +11,9 @@ import (
 const cloneBatchBytes = 8 << 20
 
 // cmdClone serves initial sync from the majority-committed view. Without
-// ns: the commit point (begin) and its oplog entry, the databases and
-// collections to clone (all but local) and the retryable-write records.
+// ns: the commit point (begin) and its oplog entry, the databases to clone
+// (all but local) with the entries that define their collections
+// (Data.dumpDB without documents), and the retryable-write records.
 // With ns: that collection's documents in _id order after the key "after",
 // one batch at a time. Documents changed meanwhile are fixed by the oplog
 // replay from begin, as in mongod's collection cloner.
@@ -41,11 +42,11 @@ func (c *conn) cmdClone(req *Request) (bson.D, error) {
 		if db == "local" {
 			continue
 		}
-		colls := bson.A{}
-		for _, coll := range n.committed.CollNames(db) {
-			colls = append(colls, coll)
+		defs := bson.A{}
+		for _, e := range n.committed.dumpDB(db, false) {
+			defs = append(defs, e.Raw)
 		}
-		dbs = append(dbs, bson.D{{Key: "name", Value: db}, {Key: "collections", Value: colls}})
+		dbs = append(dbs, bson.D{{Key: "name", Value: db}, {Key: "entries", Value: defs}})
 	}
 	txns := bson.A{}
 	for _, e := range n.committed.dumpTxns() {

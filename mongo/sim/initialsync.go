@@ -155,9 +155,10 @@ func (n *Node) initialSyncFailed(src string, rbid int32, t0 time.Time, err error
 	}
 }
 
-// cloneFrom copies the source's databases collection by collection in
-// _id order and installs them as our checkpoint; the oplog then starts at
-// the source's entry at begin.
+// cloneFrom copies the source's databases: the entries that define each
+// one, each collection's documents in _id order right after its create;
+// it installs them as our checkpoint, and the oplog then starts at the
+// source's entry at begin.
 func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 	r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}})
 	if err != nil {
@@ -185,13 +186,18 @@ func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 	for _, v := range dbs {
 		d, _ := v.DocumentOK()
 		name, _ := d.Lookup("name").StringValueOK()
-		carr, _ := d.Lookup("collections").ArrayOK()
-		colls, _ := carr.Values()
+		defs, err := decodeEntries(d)
+		if err != nil {
+			return rbid, err
+		}
 		cdb := clonedDB{name: name, start: time.Now()}
-		for _, cv := range colls {
-			coll, _ := cv.StringValueOK()
+		for _, def := range defs {
+			all = append(all, def)
+			coll, ok := def.O.Lookup("create").StringValueOK()
+			if def.Op != "c" || !ok {
+				continue
+			}
 			cc := clonedColl{ns: name + "." + coll, start: time.Now()}
-			all = append(all, NewOplogEntry(OpTime{}, "c", name+".$cmd", mustRaw(bson.D{{Key: "create", Value: coll}}), nil, time.Time{}))
 			var after []byte
 			for {
 				r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}, {Key: "ns", Value: cc.ns}, {Key: "after", Value: bson.Binary{Data: after}}})
