@@ -188,7 +188,7 @@ func (n *Node) loadDataLocked() error {
 	if flag, err := n.store.GetMeta("initialSyncFlag"); err != nil {
 		return err
 	} else if flag != nil {
-		n.logS("W", "REPL", 21600, "Initial sync was interrupted; starting it again", nil)
+		n.logS("W", "REPL", 21007, "Initial sync was interrupted; starting it again", nil)
 		if err := n.store.ResetForInitialSync(OpTime{}, nil, nil); err != nil {
 			return err
 		}

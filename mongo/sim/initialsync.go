@@ -102,7 +102,7 @@ func (n *Node) initialSync(pc *peerConn, src string) bool {
 	t0 := time.Now()
 	rbid, err := n.cloneFrom(pc, st)
 	if err == nil {
-		n.logI("INITSYNC", 21173, "Finished cloning data. Beginning oplog replay", func(e *zerolog.Event) {
+		n.logI("INITSYNC", 21183, "Finished cloning data. Beginning oplog replay", func(e *zerolog.Event) {
 			e.Str("databaseClonerFinishStatus", "OK")
 		})
 		return true
@@ -114,7 +114,7 @@ func (n *Node) initialSync(pc *peerConn, src string) bool {
 		st.unreach += time.Since(t0)
 		st.dbs, st.dbsToClone = nil, 0
 		n.mu.Unlock()
-		n.logI("INITSYNC", 21078, "Sync source unreachable during initial sync; retrying", func(e *zerolog.Event) {
+		n.logI("INITSYNC", 21009, "Sync source unreachable during initial sync; retrying", func(e *zerolog.Event) {
 			e.Str("syncSource", src).Str("error", err.Error())
 		})
 		select {
@@ -145,7 +145,7 @@ func (n *Node) initialSyncFailed(src string, rbid int32, t0 time.Time, err error
 		e.Str("error", err.Error()).Int("attemptsLeft", maxInitialSyncAttempts-failed)
 	})
 	if failed >= maxInitialSyncAttempts {
-		n.logS("F", "INITSYNC", 40088, "The maximum number of retries have been exhausted for initial sync", nil)
+		n.logS("F", "INITSYNC", 21202, "The maximum number of retries have been exhausted for initial sync", nil)
 		_ = n.store.Close()
 		os.Exit(14)
 	}
@@ -276,9 +276,9 @@ func (n *Node) initialSyncAppliedLocked(applied int, done bool) {
 		d := time.Since(st.start)
 		n.isync = nil
 		if err := n.store.ClearInitialSyncFlag(); err != nil {
-			n.logS("E", "INITSYNC", 21201, "cannot persist the end of initial sync", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+			n.logS("E", "INITSYNC", 21005, "cannot persist the end of initial sync", func(e *zerolog.Event) { e.Str("err", err.Error()) })
 		}
-		n.logI("INITSYNC", 21192, "Initial sync done", func(e *zerolog.Event) { e.Int64("durationSeconds", int64(d.Seconds())) })
+		n.logI("INITSYNC", 21163, "Initial sync done", func(e *zerolog.Event) { e.Int64("durationSeconds", int64(d.Seconds())) })
 	}
 }
 

@@ -97,7 +97,7 @@ func (n *Node) truncateOplogLocked() {
 	start := time.Now()
 	base := n.oplog[n.commitIdx-1].OpTime()
 	if err := n.store.SaveCheckpoint(base, n.committed.Dump(), n.oplog[k].TS); err != nil {
-		n.logS("E", "STORAGE", 22400, "cannot truncate the oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+		n.logS("E", "STORAGE", 21004, "cannot persist the checkpoint", func(e *zerolog.Event) { e.Str("err", err.Error()) })
 		return
 	}
 	n.oplog = append([]OplogEntry(nil), n.oplog[k:]...)

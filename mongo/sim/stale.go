@@ -34,7 +34,7 @@ func (n *Node) syncSourceTooStaleLocked(src string, lastFetched, earliest OpTime
 	}
 	until := now.Add(tooStaleDenylist)
 	n.stale.denylist[src] = until
-	n.logS("W", "REPL", 21139, "Oplog fetcher discovered we are too stale to sync from sync source. Denylisting sync source", func(e *zerolog.Event) {
+	n.logS("W", "REPL", 5579700, "Oplog fetcher discovered we are too stale to sync from sync source. Denylisting sync source", func(e *zerolog.Event) {
 		e.Str("syncSource", src).Int64("denylistDurationMillis", tooStaleDenylist.Milliseconds())
 	})
 	n.logI("REPL", 5579708, "We are too stale to use candidate as a sync source. Denylisting this sync source because our last fetched timestamp is before their earliest timestamp", func(e *zerolog.Event) {
@@ -45,7 +45,7 @@ func (n *Node) syncSourceTooStaleLocked(src string, lastFetched, earliest OpTime
 		return
 	}
 	n.stale.tooStale = true
-	n.logS("E", "REPL", 21799, "Too stale to catch up. Entering maintenance mode. See http://dochub.mongodb.org/core/resyncingaverystalereplicasetmember", func(e *zerolog.Event) {
+	n.logS("E", "REPL", 21126, "Too stale to catch up. Entering maintenance mode. See http://dochub.mongodb.org/core/resyncingaverystalereplicasetmember", func(e *zerolog.Event) {
 		e.Str("lastOpTimeFetched", tsString(lastFetched)).Str("earliestOpTimeSeen", tsString(earliest))
 	})
 	if n.state != StateRecovering {
@@ -59,7 +59,7 @@ func (n *Node) syncSourceTooStaleLocked(src string, lastFetched, earliest OpTime
 func (n *Node) caughtUpAgainLocked() {
 	if n.stale.tooStale {
 		n.stale.tooStale = false
-		n.logI("REPL", 21352, "Leaving maintenance mode: a sync source holds our position again", nil)
+		n.logI("REPL", 21010, "Leaving maintenance mode: a sync source holds our position again", nil)
 	}
 }
 

@@ -428,7 +428,7 @@ func (n *Node) rollback(pc *peerConn) {
 	dropped := len(n.oplog) - keep
 	if tsAfter(n.cap.base.TS, common.TS) {
 		// The checkpoint cannot be undone (mongod fasserts here); resync.
-		n.logS("E", "ROLLBACK", 21614, "Common point is before the stable checkpoint; starting initial sync", nil)
+		n.logS("E", "ROLLBACK", 21008, "Common point is before the stable checkpoint; starting initial sync", nil)
 		if err := n.store.ResetForInitialSync(OpTime{}, nil, nil); err == nil {
 			n.emptyLocked()
 			n.state = StateStartup2
@@ -449,7 +449,7 @@ func (n *Node) rollback(pc *peerConn) {
 		c = common
 	}
 	if err := n.rebuildLocked(keep); err != nil {
-		n.logS("E", "ROLLBACK", 21003, "cannot reload the checkpoint", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+		n.logS("E", "ROLLBACK", 21006, "cannot reload the checkpoint", func(e *zerolog.Event) { e.Str("err", err.Error()) })
 		n.state = StateRecovering
 		n.bumpTopologyLocked()
 		return
