@@ -431,6 +431,7 @@ func (n *Node) rollback(pc *peerConn) {
 		n.logS("E", "ROLLBACK", 21008, "Common point is before the stable checkpoint; starting initial sync", nil)
 		if err := n.store.ResetForInitialSync(OpTime{}, nil, nil); err == nil {
 			n.emptyLocked()
+			n.isync = nil
 			n.state = StateStartup2
 			n.bumpTopologyLocked()
 			return
