@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -78,5 +79,105 @@ func TestInitialSyncStatusFields(t *testing.T) {
 	n.state = StateSecondary
 	if n.initialSyncStatusLocked() != nil {
 		t.Error("initialSyncStatus reported outside STARTUP2")
+	}
+}
+
+func storeNode(t *testing.T, dir string) *Node {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DBPath, cfg.ReplSet = dir, "rs0"
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// Start-up loads the checkpoint and replays only the oplog after it; an
+// initial sync that never finished leaves an empty member.
+func TestStartUpLoadsCheckpointAndHonoursInitialSyncFlag(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var entries []OplogEntry
+	d := NewData()
+	for i := range 5 {
+		e := NewOplogEntry(OpTime{TS: bson.Timestamp{T: 10, I: uint32(i + 1)}, T: 1}, "i", "a.x", mustRaw(bson.D{{Key: "_id", Value: int32(i)}}), nil, time.Now())
+		entries = append(entries, e)
+		if i <= 2 {
+			d.Apply(e)
+		}
+	}
+	if err := st.AppendOplog(entries); err != nil {
+		t.Fatal(err)
+	}
+	// Checkpoint at the third entry, truncate the two before it.
+	if err := st.SaveCheckpoint(entries[2].OpTime(), d.Dump(), entries[2].TS); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	n := storeNode(t, dir)
+	if len(n.oplog) != 3 || n.oplog[0].TS != entries[2].TS || len(n.data.Coll("a", "x", false).Docs()) != 5 {
+		t.Fatalf("after load: %d entries from %v, %d documents", len(n.oplog), n.oplog[0].TS, len(n.data.Coll("a", "x", false).Docs()))
+	}
+	if n.commitIdx != 1 || n.commit != entries[2].OpTime() || len(n.committed.Coll("a", "x", false).Docs()) != 3 {
+		t.Fatalf("commit point %v at %d, %d committed documents", n.commit, n.commitIdx, len(n.committed.Coll("a", "x", false).Docs()))
+	}
+	_ = n.store.Close()
+
+	st, err = OpenStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ResetForInitialSync(entries[4].OpTime(), d.Dump(), &entries[4]); err != nil {
+		t.Fatal(err)
+	}
+	_ = st.Close()
+	n = storeNode(t, dir)
+	if len(n.oplog) != 0 || n.data.HasUserData() || !n.applied.IsZero() {
+		t.Fatalf("interrupted initial sync left %d entries, data %v", len(n.oplog), n.data.DBNames())
+	}
+	_ = n.store.Close()
+}
+
+// Truncation keeps the oplog near its size, the documents whole, and a
+// restart finds them; minRetentionHours stops it.
+func TestTruncationBoundsTheOplog(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DefaultConfig()
+	cfg.DBPath = dir
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.cap.maxBytes = 20 << 10
+	pad := string(make([]byte, 1000))
+	insert := func(from, to int) {
+		for i := from; i < to; i++ {
+			if _, err := n.writeOplog([]opSpec{{op: "i", ns: "a.x", o: mustRaw(bson.D{{Key: "_id", Value: int32(i)}, {Key: "pad", Value: pad}})}}, false); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	insert(0, 100)
+	if n.cap.bytes > n.cap.maxBytes || len(n.oplog) > 25 || n.cap.truncations == 0 {
+		t.Fatalf("oplog of %d bytes, %d entries after %d truncations", n.cap.bytes, len(n.oplog), n.cap.truncations)
+	}
+	if got := len(n.data.Coll("a", "x", false).Docs()); got != 100 {
+		t.Fatalf("%d documents", got)
+	}
+	n.cap.minRetentionHours = 1
+	before := n.oplog[0].TS
+	insert(100, 150)
+	if n.oplog[0].TS != before || n.cap.bytes < 50<<10 {
+		t.Fatalf("minRetentionHours did not keep entries: first %v, %d bytes", n.oplog[0].TS, n.cap.bytes)
+	}
+	_ = n.store.Close()
+	n = storeNode(t, dir)
+	defer func() { _ = n.store.Close() }()
+	if got := len(n.data.Coll("a", "x", false).Docs()); got != 150 {
+		t.Fatalf("%d documents after restart", got)
 	}
 }
