@@ -49,7 +49,7 @@ func TestInitialSyncStatusFields(t *testing.T) {
 	now := time.Now()
 	n.isync = &initialSyncState{start: now, failed: 1, attempts: bson.A{bson.D{{Key: "status", Value: "x"}}}, cloned: true,
 		begin: OpTime{TS: bson.Timestamp{T: 5, I: 1}, T: 1}, dbsToClone: 1,
-		dbs: []clonedDB{{name: "test", start: now, end: now, colls: []clonedColl{{ns: "test.c", docs: 3, start: now, end: now}}}}}
+		dbs: []clonedDB{{name: "test", start: now, end: now, colls: []clonedColl{{ns: "test.c", docsToCopy: 3, docs: 3, bytes: 60, start: now, end: now}}}}, totalBytes: 60}
 	raw := mustRaw(n.initialSyncStatusLocked())
 	for _, c := range []struct {
 		path []string
@@ -58,6 +58,7 @@ func TestInitialSyncStatusFields(t *testing.T) {
 		{[]string{"failedInitialSyncAttempts"}, int32(1)}, {[]string{"maxFailedInitialSyncAttempts"}, int32(10)},
 		{[]string{"databases", "databasesToClone"}, int32(1)}, {[]string{"databases", "databasesCloned"}, int32(1)},
 		{[]string{"databases", "test", "collections"}, int32(1)}, {[]string{"databases", "test", "test.c", "documentsCopied"}, int64(3)},
+		{[]string{"approxTotalDataSize"}, int64(60)}, {[]string{"approxTotalBytesCopied"}, int64(60)},
 	} {
 		var got any
 		switch v := raw.Lookup(c.path...); v.Type {

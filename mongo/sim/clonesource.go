@@ -13,7 +13,8 @@ const cloneBatchBytes = 8 << 20
 // cmdClone serves initial sync from the majority-committed view. Without
 // ns: the commit point (begin) and its oplog entry, the databases to clone
 // (all but local) with the entries that define their collections
-// (Data.dumpDB without documents), and the retryable-write records.
+// (Data.dumpDB without documents) and each collection's count and size,
+// and the retryable-write records.
 // With ns: that collection's documents in _id order after the key "after",
 // one batch at a time. Documents changed meanwhile are fixed by the oplog
 // replay from begin, as in mongod's collection cloner.
@@ -46,7 +47,16 @@ func (c *conn) cmdClone(req *Request) (bson.D, error) {
 		for _, e := range n.committed.dumpDB(db, false) {
 			defs = append(defs, e.Raw)
 		}
-		dbs = append(dbs, bson.D{{Key: "name", Value: db}, {Key: "entries", Value: defs}})
+		sizes := bson.D{}
+		for _, coll := range n.committed.CollNames(db) {
+			var bytes int64
+			docs := n.committed.Coll(db, coll, false).Docs()
+			for _, d := range docs {
+				bytes += int64(len(d))
+			}
+			sizes = append(sizes, bson.E{Key: coll, Value: bson.D{{Key: "count", Value: int64(len(docs))}, {Key: "size", Value: bytes}}})
+		}
+		dbs = append(dbs, bson.D{{Key: "name", Value: db}, {Key: "entries", Value: defs}, {Key: "sizes", Value: sizes}})
 	}
 	txns := bson.A{}
 	for _, e := range n.committed.dumpTxns() {

@@ -30,6 +30,7 @@ type initialSyncState struct {
 	begin      OpTime
 	appliedOps int
 	dbsToClone int
+	totalBytes int64 // approximate data size of the source, from its sizes
 	dbs        []clonedDB
 }
 
@@ -40,10 +41,11 @@ type clonedDB struct {
 }
 
 type clonedColl struct {
-	ns         string
-	docs       int
-	batches    int
-	start, end time.Time
+	ns                 string
+	docsToCopy, docs   int64
+	bytesToCopy, bytes int64
+	batches            int
+	start, end         time.Time
 }
 
 func decodeEntries(r bson.Raw) ([]OplogEntry, error) {
@@ -181,7 +183,15 @@ func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 	arr, _ := r.Lookup("databases").ArrayOK()
 	dbs, _ := arr.Values()
 	n.mu.Lock()
-	st.begin, st.dbsToClone = begin, len(dbs)
+	st.begin, st.dbsToClone, st.totalBytes = begin, len(dbs), 0
+	for _, v := range dbs {
+		sizes, _ := v.Document().Lookup("sizes").DocumentOK()
+		elems, _ := sizes.Elements()
+		for _, e := range elems {
+			b, _ := e.Value().Document().Lookup("size").AsInt64OK()
+			st.totalBytes += b
+		}
+	}
 	n.mu.Unlock()
 	for _, v := range dbs {
 		d, _ := v.DocumentOK()
@@ -198,6 +208,8 @@ func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 				continue
 			}
 			cc := clonedColl{ns: name + "." + coll, start: time.Now()}
+			cc.docsToCopy, _ = d.Lookup("sizes", coll, "count").AsInt64OK()
+			cc.bytesToCopy, _ = d.Lookup("sizes", coll, "size").AsInt64OK()
 			var after []byte
 			for {
 				r, err := cloneCall(pc, bson.D{{Key: "_simClone", Value: int32(1)}, {Key: "ns", Value: cc.ns}, {Key: "after", Value: bson.Binary{Data: after}}})
@@ -212,8 +224,9 @@ func (n *Node) cloneFrom(pc *peerConn, st *initialSyncState) (int32, error) {
 						return rbid, fmt.Errorf("cloning %s: a document is not one", cc.ns)
 					}
 					all = append(all, NewOplogEntry(OpTime{}, "i", cc.ns, append(bson.Raw(nil), doc...), nil, time.Time{}))
+					cc.bytes += int64(len(doc))
 				}
-				cc.docs += len(vals)
+				cc.docs += int64(len(vals))
 				cc.batches++
 				_, after, _ = r.Lookup("last").BinaryOK()
 				if more, _ := r.Lookup("more").BooleanOK(); !more {
@@ -291,7 +304,7 @@ func (n *Node) initialSyncStatusLocked() bson.D {
 	}
 	ms := func(a, b time.Time) int32 { return int32(b.Sub(a).Milliseconds()) }
 	date := bson.NewDateTimeFromTime
-	cloned := 0
+	cloned, copied := 0, int64(0)
 	dbs := bson.D{{Key: "databasesToClone", Value: int32(st.dbsToClone)}}
 	var perDB bson.D
 	for _, db := range st.dbs {
@@ -299,8 +312,10 @@ func (n *Node) initialSyncStatusLocked() bson.D {
 		d := bson.D{{Key: "collections", Value: int32(len(db.colls))}, {Key: "clonedCollections", Value: int32(len(db.colls))},
 			{Key: "start", Value: date(db.start)}, {Key: "end", Value: date(db.end)}, {Key: "elapsedMillis", Value: ms(db.start, db.end)}}
 		for _, c := range db.colls {
-			d = append(d, bson.E{Key: c.ns, Value: bson.D{{Key: "documentsToCopy", Value: int64(c.docs)}, {Key: "documentsCopied", Value: int64(c.docs)},
-				{Key: "indexes", Value: int32(1)}, {Key: "fetchedBatches", Value: int32(c.batches)}, {Key: "start", Value: date(c.start)},
+			copied += c.bytes
+			d = append(d, bson.E{Key: c.ns, Value: bson.D{{Key: "documentsToCopy", Value: c.docsToCopy}, {Key: "documentsCopied", Value: c.docs},
+				{Key: "indexes", Value: int32(1)}, {Key: "fetchedBatches", Value: int32(c.batches)}, {Key: "bytesToCopy", Value: c.bytesToCopy},
+				{Key: "approxBytesCopied", Value: c.bytes}, {Key: "start", Value: date(c.start)},
 				{Key: "end", Value: date(c.end)}, {Key: "elapsedMillis", Value: ms(c.start, c.end)}, {Key: "receivedBatches", Value: int32(c.batches)}}})
 		}
 		perDB = append(perDB, bson.E{Key: db.name, Value: d})
@@ -312,6 +327,7 @@ func (n *Node) initialSyncStatusLocked() bson.D {
 		attempts = bson.A{}
 	}
 	d := bson.D{{Key: "failedInitialSyncAttempts", Value: int32(st.failed)}, {Key: "maxFailedInitialSyncAttempts", Value: int32(maxInitialSyncAttempts)},
+		{Key: "approxTotalDataSize", Value: st.totalBytes}, {Key: "approxTotalBytesCopied", Value: copied},
 		{Key: "initialSyncStart", Value: date(st.start)}, {Key: "totalInitialSyncElapsedMillis", Value: ms(st.start, time.Now())},
 		{Key: "initialSyncAttempts", Value: attempts}, {Key: "appliedOps", Value: int32(st.appliedOps)}}
 	if st.cloned {
