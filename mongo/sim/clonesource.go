@@ -65,28 +65,32 @@ func (c *conn) cmdClone(req *Request) (bson.D, error) {
 	return append(d, bson.E{Key: "databases", Value: dbs}, bson.E{Key: "entries", Value: txns}), nil
 }
 
-// batchAfter returns documents whose _id key sorts after "after", in key
-// order, up to maxBytes (at least one), the last key and whether more follow.
+// batchAfter returns documents whose clone key sorts after "after", in
+// key order, up to maxBytes (at least one), the last key and whether more
+// follow. The key is the _id's BSON type and bytes: any fixed order of
+// unique keys will do.
 func (c *Collection) batchAfter(after string, maxBytes int) ([]bson.Raw, string, bool) {
-	if c == nil {
-		return nil, "", false
+	type keyed struct {
+		key string
+		doc bson.Raw
 	}
-	keys := make([]string, 0, len(c.docs))
-	for k := range c.docs {
-		if k > after {
-			keys = append(keys, k)
+	var rest []keyed
+	for _, doc := range c.Docs() {
+		id := doc.Lookup("_id")
+		if k := string(rune(id.Type)) + string(id.Value); k > after {
+			rest = append(rest, keyed{k, doc})
 		}
 	}
-	sort.Strings(keys)
+	sort.Slice(rest, func(i, j int) bool { return rest[i].key < rest[j].key })
 	var out []bson.Raw
 	size, last := 0, after
-	for i, k := range keys {
-		if len(out) > 0 && size+len(c.docs[k]) > maxBytes {
-			return out, last, i < len(keys)
+	for _, r := range rest {
+		if len(out) > 0 && size+len(r.doc) > maxBytes {
+			return out, last, true
 		}
-		out = append(out, c.docs[k])
-		size += len(c.docs[k])
-		last = k
+		out = append(out, r.doc)
+		size += len(r.doc)
+		last = r.key
 	}
 	return out, last, false
 }
