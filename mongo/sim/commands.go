@@ -118,6 +118,9 @@ func init() {
 		"deleteIndexes":    {fn: (*conn).cmdDropIndexes, class: classWrite, action: "dropIndex"},
 		"collMod":          {fn: (*conn).cmdCollMod, class: classWrite, action: "collMod"},
 		"renameCollection": {fn: (*conn).cmdRenameCollection, class: classWrite, action: "renameCollectionSameDB"},
+		// oplog slice: bounded oplog and initial sync by cloning
+		"replSetResizeOplog": {fn: (*conn).cmdReplSetResizeOplog, action: "replSetResizeOplog"},
+		"_simClone":          {fn: (*conn).cmdClone, action: actInternal},
 	}
 }
 
@@ -350,8 +353,9 @@ func (c *conn) cmdServerStatus(*Request) (bson.D, error) {
 		n.mu.Lock()
 		repl := n.helloReplFieldsLocked(true)
 		repl = append(repl, bson.E{Key: "rbid", Value: n.rbid}, bson.E{Key: "userWriteBlockMode", Value: int32(1)})
+		trunc := n.oplogTruncationStatusLocked()
 		n.mu.Unlock()
-		d = append(d, bson.E{Key: "repl", Value: repl})
+		d = append(d, bson.E{Key: "repl", Value: repl}, bson.E{Key: "oplogTruncation", Value: trunc})
 	}
 	d = append(d, bson.E{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "wiredTiger"}, {Key: "supportsCommittedReads", Value: true}, {Key: "persistent", Value: true}}})
 	return d, nil

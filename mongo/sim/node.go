@@ -85,6 +85,9 @@ type Node struct {
 	oplogCh   chan struct{}
 	lastTS    bson.Timestamp
 	rbid      int32
+	cap       oplogCap
+	isync     *initialSyncState // the running initial sync, if any
+	stale     staleState        // too-stale sync sources and maintenance mode
 
 	connMu    sync.Mutex
 	conns     map[*conn]struct{}
@@ -165,17 +168,11 @@ func (n *Node) load() error {
 		v, _ := raw.Lookup("votedFor").AsInt64OK()
 		n.votedFor = int(v)
 	}
-	entries, err := n.store.LoadOplog()
-	if err != nil {
+	if err := n.loadOplogSizeLocked(); err != nil {
 		return err
 	}
-	for _, e := range entries {
-		n.oplog = append(n.oplog, e)
-		n.data.Apply(e)
-	}
-	if len(n.oplog) > 0 {
-		last := n.oplog[len(n.oplog)-1]
-		n.applied, n.lastTS = last.OpTime(), last.TS
+	if err := n.loadDataLocked(); err != nil {
+		return err
 	}
 	if raw, err := n.store.GetMeta("commit"); err == nil && raw != nil {
 		n.advanceCommitLocked(parseOpTime(raw.Lookup("optime")))
@@ -437,9 +434,9 @@ var codeNames = map[int32]string{
 	13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 51003: "Location51003", 31368: "Location31368",
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
-	185: "InconsistentReplicaSetNames", 31373: "Location31373",
 	20: "IllegalOperation", 27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
 	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
+	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024",
 }
 
 func codeName(c int32) string {

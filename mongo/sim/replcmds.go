@@ -220,6 +220,9 @@ func (c *conn) cmdReplSetGetStatus(*Request) (bson.D, error) {
 	if n.state == StatePrimary && n.election != nil && n.election.term == n.term {
 		d = append(d, bson.E{Key: "electionCandidateMetrics", Value: n.election.doc()})
 	}
+	if is := n.initialSyncStatusLocked(); is != nil {
+		d = append(d, bson.E{Key: "initialSyncStatus", Value: is})
+	}
 	members := bson.A{}
 	order := make([]int, len(n.rs.Members))
 	for i := range order {
@@ -237,7 +240,7 @@ func (c *conn) cmdReplSetGetStatus(*Request) (bson.D, error) {
 					bson.E{Key: "lastAppliedWallTime", Value: appliedWall}, bson.E{Key: "lastDurableWallTime", Value: appliedWall})
 			}
 			md = append(md, bson.E{Key: "syncSourceHost", Value: syncHost}, bson.E{Key: "syncSourceId", Value: syncID},
-				bson.E{Key: "infoMessage", Value: ""})
+				bson.E{Key: "infoMessage", Value: n.infoMessageLocked()})
 			if n.state == StatePrimary {
 				md = append(md, bson.E{Key: "electionTime", Value: n.leaderTime}, bson.E{Key: "electionDate", Value: bson.NewDateTimeFromTime(n.leaderDate)})
 			}

@@ -50,11 +50,9 @@ func (c *conn) collStatsDoc(db, coll string) bson.D {
 		size += int64(len(d))
 	}
 	oplog := db == "local" && coll == "oplog.rs"
+	var maxSize int64
 	if oplog {
-		for _, e := range n.oplog {
-			cnt++
-			size += int64(len(e.Raw))
-		}
+		cnt, size, maxSize = n.oplogStatsLocked()
 	}
 	n.mu.Unlock()
 	avg := int64(0)
@@ -62,10 +60,9 @@ func (c *conn) collStatsDoc(db, coll string) bson.D {
 		avg = size / cnt
 	}
 	if oplog {
-		// A nominal 990 MB cap, mongod's minimum; the simulator never truncates.
 		return bson.D{{Key: "ns", Value: "local.oplog.rs"}, {Key: "size", Value: size}, {Key: "count", Value: cnt},
 			{Key: "avgObjSize", Value: avg}, {Key: "storageSize", Value: size}, {Key: "capped", Value: true},
-			{Key: "max", Value: int64(-1)}, {Key: "maxSize", Value: int64(990 << 20)}, {Key: "nindexes", Value: int32(0)},
+			{Key: "max", Value: int64(-1)}, {Key: "maxSize", Value: maxSize}, {Key: "nindexes", Value: int32(0)},
 			{Key: "totalIndexSize", Value: int64(0)}, {Key: "totalSize", Value: size}, {Key: "indexSizes", Value: bson.D{}},
 			{Key: "scaleFactor", Value: int32(1)}}
 	}

@@ -110,6 +110,7 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 	} else {
 		n.recomputeCommitLocked()
 	}
+	n.truncateOplogLocked()
 	n.notifyProgressLocked()
 	return n.applied, nil
 }
@@ -175,6 +176,7 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 		}
 		p.lastOK = time.Now()
 		n.recomputeCommitLocked()
+		n.truncateOplogLocked()
 		n.notifyProgressLocked()
 	}
 	startCommit := n.commit
@@ -182,6 +184,13 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 	for {
 		n.mu.Lock()
 		idx, found := n.oplogIndexAfterLocked(after)
+		// Our oldest entry is after the caller's newest (or the caller is
+		// empty and our history was truncated): it cannot sync from us.
+		if len(n.oplog) > 0 && (after.IsZero() && !n.cap.base.IsZero() || !found && tsAfter(n.oplog[0].TS, after.TS)) {
+			d := bson.D{{Key: "tooStale", Value: true}, {Key: "earliest", Value: n.oplog[0].OpTime().Doc()}, {Key: "term", Value: n.term}}
+			n.mu.Unlock()
+			return d, nil
+		}
 		if !found {
 			d := bson.D{{Key: "diverged", Value: true}, {Key: "term", Value: n.term}}
 			n.mu.Unlock()
@@ -280,6 +289,16 @@ func (n *Node) fetchLoop() {
 			}
 			pcHost = src
 		}
+		n.mu.Lock()
+		isync := n.needsInitialSyncLocked()
+		n.mu.Unlock()
+		if isync {
+			if !n.initialSync(pc, src) {
+				pc.close()
+				pc = nil
+			}
+			continue
+		}
 		// Drop the call if the sync source changes meanwhile (a new primary).
 		callDone := make(chan struct{})
 		go func(conn *peerConn, topo <-chan struct{}) {
@@ -310,6 +329,10 @@ func (n *Node) fetchLoop() {
 			pc.close()
 			pc = nil
 			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		if stale, _ := r.Lookup("tooStale").BooleanOK(); stale {
+			n.fetchedTooStale(src, after, parseOpTime(r.Lookup("earliest")))
 			continue
 		}
 		if div, _ := r.Lookup("diverged").BooleanOK(); div {
@@ -368,6 +391,9 @@ func (n *Node) applyBatch(r bson.Raw) {
 		}
 	}
 	n.advanceCommitLocked(commit)
+	n.truncateOplogLocked()
+	n.caughtUpAgainLocked()
+	n.initialSyncAppliedLocked(len(fresh), n.state == StateStartup2 && !more)
 	if (n.state == StateStartup2 || n.state == StateRecovering) && !more {
 		n.state = StateSecondary
 		n.bumpTopologyLocked()
@@ -403,6 +429,17 @@ func (n *Node) rollback(pc *peerConn) {
 		keep, _ = n.oplogIndexAfterLocked(common)
 	}
 	dropped := len(n.oplog) - keep
+	if tsAfter(n.cap.base.TS, common.TS) {
+		// The checkpoint cannot be undone (mongod fasserts here); resync.
+		n.logS("E", "ROLLBACK", 21008, "Common point is before the stable checkpoint; starting initial sync", nil)
+		if err := n.store.ResetForInitialSync(OpTime{}, nil, nil); err == nil {
+			n.emptyLocked()
+			n.isync = nil
+			n.state = StateStartup2
+			n.bumpTopologyLocked()
+			return
+		}
+	}
 	// A zero common point (no shared history) truncates everything.
 	if err := n.store.TruncateOplogAfter(common.TS); err != nil {
 		n.logS("E", "ROLLBACK", 21003, "cannot truncate the oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
@@ -411,16 +448,17 @@ func (n *Node) rollback(pc *peerConn) {
 		return
 	}
 	n.oplog = n.oplog[:keep]
-	n.data, n.committed, n.commitIdx = NewData(), NewData(), 0
-	for _, e := range n.oplog {
-		n.data.Apply(e)
+	c := n.commit
+	if common.Less(c) {
+		c = common
+	}
+	if err := n.rebuildLocked(keep); err != nil {
+		n.logS("E", "ROLLBACK", 21006, "cannot reload the checkpoint", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+		n.state = StateRecovering
+		n.bumpTopologyLocked()
+		return
 	}
 	n.applied = common
-	if common.Less(n.commit) {
-		n.commit = common
-	}
-	c := n.commit
-	n.commit = OpTime{}
 	n.advanceCommitLocked(c)
 	n.rbid++
 	n.state = StateRecovering
@@ -431,10 +469,12 @@ func (n *Node) rollback(pc *peerConn) {
 }
 
 // syncSourceLocked picks the primary, or else the healthy member furthest
-// ahead of us (chaining, as mongod does during initial sync without a primary).
+// ahead of us (chaining, as mongod does during initial sync without a
+// primary), skipping sources denylisted as too stale for us.
 func (n *Node) syncSourceLocked() string {
+	now := time.Now()
 	if n.primary >= 0 && n.primary != n.self && n.primary < len(n.rs.Members) {
-		if p := n.peers[n.rs.Members[n.primary].Host]; p != nil && p.health != 0 {
+		if p := n.peers[n.rs.Members[n.primary].Host]; p != nil && p.health != 0 && !n.stale.denied(p.host, now) {
 			return p.host
 		}
 	}
@@ -442,7 +482,7 @@ func (n *Node) syncSourceLocked() string {
 	bestOT := n.applied
 	for _, m := range n.rs.Members {
 		p := n.peers[m.Host]
-		if p == nil || p.health != 1 || (p.state != StateSecondary && p.state != StatePrimary) || m.ArbiterOnly {
+		if p == nil || p.health != 1 || (p.state != StateSecondary && p.state != StatePrimary) || m.ArbiterOnly || n.stale.denied(p.host, now) {
 			continue
 		}
 		if bestOT.Less(p.applied) {
