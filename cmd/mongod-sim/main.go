@@ -29,8 +29,16 @@ func main() {
 		fmt.Fprintln(os.Stderr, err.Error())
 		os.Exit(exitBadOptions)
 	}
+	// A mongod binary has its version built in; the image that holds
+	// mongod-sim names it in MONGO_VERSION, as the official images do.
+	if v := os.Getenv("MONGO_VERSION"); v != "" {
+		if cfg.ServerVersion, err = sim.ResolveVersion(v); err != nil {
+			fmt.Fprintln(os.Stderr, err.Error())
+			os.Exit(1)
+		}
+	}
 	if cfg.ShowVersion {
-		fmt.Print(sim.VersionText())
+		fmt.Print(cfg.VersionText())
 		return
 	}
 	if cfg.ShowHelp {

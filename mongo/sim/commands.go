@@ -239,17 +239,11 @@ func (c *conn) cmdWhatsMyURI(*Request) (bson.D, error) {
 }
 
 func (c *conn) cmdBuildInfo(*Request) (bson.D, error) {
-	return bson.D{{Key: "version", Value: Version}, {Key: "gitVersion", Value: GitVersion}, {Key: "modules", Value: bson.A{}},
-		{Key: "allocator", Value: "tcmalloc"}, {Key: "javascriptEngine", Value: "mozjs"}, {Key: "sysInfo", Value: "deprecated"},
-		{Key: "versionArray", Value: bson.A{int32(7), int32(0), int32(14), int32(0)}},
-		{Key: "openssl", Value: bson.D{{Key: "running", Value: "OpenSSL 3.0.2 15 Mar 2022"}, {Key: "compiled", Value: "OpenSSL 3.0.2 15 Mar 2022"}}},
-		{Key: "buildEnvironment", Value: bson.D{{Key: "distmod", Value: "ubuntu2204"}, {Key: "distarch", Value: "x86_64"}, {Key: "target_arch", Value: "x86_64"}}},
-		{Key: "bits", Value: int32(64)}, {Key: "debug", Value: false}, {Key: "maxBsonObjectSize", Value: int32(maxBSONSize)},
-		{Key: "storageEngines", Value: bson.A{"devnull", "wiredTiger"}}}, nil
+	return c.n.cfg.buildInfo(), nil
 }
 
 func (n *Node) parameters() bson.D {
-	p := bson.D{{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "7.0"}}},
+	p := bson.D{{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: n.cfg.MajorMinor()}}},
 		{Key: "authenticationMechanisms", Value: bson.A{"SCRAM-SHA-1", "SCRAM-SHA-256"}},
 		{Key: "scramIterationCount", Value: int32(10000)}, {Key: "scramSHA256IterationCount", Value: int32(15000)},
 		{Key: "enableLocalhostAuthBypass", Value: true}, {Key: "logLevel", Value: int32(0)},
@@ -333,7 +327,7 @@ func (c *conn) cmdServerStatus(*Request) (bson.D, error) {
 	n.connMu.Unlock()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	d := bson.D{{Key: "host", Value: fmt.Sprintf("%s:%d", host, n.cfg.Port)}, {Key: "version", Value: Version},
+	d := bson.D{{Key: "host", Value: fmt.Sprintf("%s:%d", host, n.cfg.Port)}, {Key: "version", Value: n.cfg.ServerVersion},
 		{Key: "process", Value: "mongod"}, {Key: "pid", Value: int64(os.Getpid())}, {Key: "uptime", Value: up.Seconds()},
 		{Key: "uptimeMillis", Value: up.Milliseconds()}, {Key: "uptimeEstimate", Value: int64(up.Seconds())},
 		{Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},

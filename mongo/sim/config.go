@@ -15,14 +15,6 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// Version is the mongod version the simulator reports (buildInfo,
-// --version, serverStatus); 7.0 is wire version 21, which every supported
-// driver line accepts.
-const Version = "7.0.14"
-
-// GitVersion is reported beside Version so tools that print it find one.
-const GitVersion = "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188"
-
 // Config is mongod's command line (and --config file) as the simulator
 // understands it. Ignored lists what mongod accepts but the simulator
 // does not model, so the log can say so.
@@ -419,35 +411,4 @@ func flatten(prefix string, m map[string]any, out map[string]any) {
 			out[key] = v
 		}
 	}
-}
-
-// VersionText is what `mongod --version` prints.
-func VersionText() string {
-	return fmt.Sprintf(`db version v%s
-Build Info: {
-    "version": "%s",
-    "gitVersion": "%s",
-    "openSSLVersion": "OpenSSL 3.0.2 15 Mar 2022",
-    "modules": [],
-    "allocator": "tcmalloc",
-    "environment": {
-        "distmod": "ubuntu2204",
-        "distarch": "x86_64",
-        "target_arch": "x86_64"
-    }
-}
-`, Version, Version, GitVersion)
-}
-
-// MajorMinor is the "8.0" of ServerVersion, the form featureCompatibilityVersion takes.
-func (c Config) MajorMinor() string {
-	v := c.ServerVersion
-	if v == "" {
-		v = Version
-	}
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }
