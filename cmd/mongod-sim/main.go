@@ -24,18 +24,20 @@ const (
 )
 
 func main() {
-	cfg, err := sim.ParseArgs(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err.Error())
-		os.Exit(exitBadOptions)
-	}
 	// A mongod binary has its version built in; the image that holds
 	// mongod-sim names it in MONGO_VERSION, as the official images do.
+	version := sim.Version
 	if v := os.Getenv("MONGO_VERSION"); v != "" {
-		if cfg.ServerVersion, err = sim.ResolveVersion(v); err != nil {
+		var err error
+		if version, err = sim.ResolveVersion(v); err != nil {
 			fmt.Fprintln(os.Stderr, err.Error())
 			os.Exit(1)
 		}
+	}
+	cfg, err := sim.ParseArgsAs(version, os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err.Error())
+		os.Exit(exitBadOptions)
 	}
 	if cfg.ShowVersion {
 		fmt.Print(cfg.VersionText())

@@ -35,8 +35,8 @@ security:
   authorization: enabled
 setParameter:
   enableLocalhostAuthBypass: false
-systemLog:
-  destination: file
+operationProfiling:
+  slowOpThresholdMs: 200
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -129,15 +128,11 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30)}
 	n.cursors.m = map[int64]*cursor{}
 	if cfg.KeyFile != "" {
-		b, err := os.ReadFile(cfg.KeyFile)
+		keys, err := readKeyFile(cfg.KeyFile)
 		if err != nil {
-			return nil, &OptionError{fmt.Sprintf("error getting file %s: %s", cfg.KeyFile, errText(err))}
+			return nil, err
 		}
-		key := strings.Join(strings.Fields(string(b)), "")
-		if len(key) < 6 || len(key) > 1024 {
-			return nil, &OptionError{fmt.Sprintf(" security key in %s has length %d, must be between 6 and 1024 chars", cfg.KeyFile, len(key))}
-		}
-		n.keyFile = key
+		n.keyFile = keys[0] // the first key authenticates outgoing connections
 	}
 	if cfg.TLSMode == "requireTLS" || cfg.TLSMode == "preferTLS" || cfg.TLSMode == "allowTLS" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertKeyFile, cfg.TLSCertKeyFile)
