@@ -126,6 +126,10 @@ func ParseArgsAs(version string, args []string) (Config, error) {
 			}
 		case o.kind == optSwitch || o.kind == optBool:
 			b := true
+			if o.kind == optBool && !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				val, hasVal = args[i], true
+			}
 			if hasVal {
 				switch val {
 				case "true", "1":
@@ -147,6 +151,13 @@ func ParseArgsAs(version string, args []string) (Config, error) {
 			var err error
 			if typed, err = typedValue(o.kind, val); err != nil {
 				return c, invalid()
+			}
+		}
+		if o.secret { // getCmdLineOpts' argv hides it too
+			if hasVal {
+				c.Argv[i+1] = strings.SplitN(args[i], "=", 2)[0] + "=<password>"
+			} else {
+				c.Argv[i+1] = "<password>"
 			}
 		}
 		set = append(set, setting{o, name, typed})

@@ -194,11 +194,13 @@ func (n *Node) Run(ctx context.Context) error {
 	n.logI("CONTROL", 4615611, "MongoDB starting", func(e *zerolog.Event) {
 		e.Int("pid", os.Getpid()).Int("port", n.cfg.Port).Str("dbPath", n.cfg.DBPath).Str("architecture", "64-bit")
 	})
-	if len(n.cfg.Ignored) > 0 {
-		n.logI("CONTROL", 21951, "Options set by command line or config file that the simulator does not model are ignored", func(e *zerolog.Event) {
-			e.Strs("ignored", n.cfg.Ignored)
-		})
-	}
+	// mongod's line 21951, plus the options accepted but not modelled (secrets are "<password>").
+	n.logI("CONTROL", 21951, "Options set by command line", func(e *zerolog.Event) {
+		e.Interface("options", n.cfg.Parsed)
+		if len(n.cfg.Ignored) > 0 {
+			e.Strs("notModelledBySimulator", n.cfg.Ignored)
+		}
+	})
 	if n.rs != nil && n.cfg.ReplSet == "" {
 		n.logS("W", "REPL", 21558, "Document(s) exist in 'system.replset', but started without --replSet. Database contents may appear inconsistent with the writes that were visible when this node was running as part of a replica set.", nil)
 		n.rs = nil
