@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -16,11 +17,14 @@ import (
 	"github.com/mgors/operator/mongo/sim"
 )
 
-// Exit codes are mongod's: EXIT_BADOPTIONS 2, DBPathInUse/NonExistentPath 100, listen failure 48.
+// Exit codes are mongod's: EXIT_BADOPTIONS 2, DBPathInUse/NonExistentPath 100, listen failure 48,
+// EXIT_NEED_DOWNGRADE 62.
 const (
 	exitBadOptions = 2
 	exitNetError   = 48
 	exitDBPath     = 100
+	// exitNeedDowngrade is mongod's EXIT_NEED_DOWNGRADE: the data's FCV is newer than the binary.
+	exitNeedDowngrade = 62
 )
 
 func main() {
@@ -67,7 +71,8 @@ func main() {
 		defer func() { _ = f.Close() }()
 		out = f
 	}
-	log := zerolog.New(out)
+	// The log also feeds getLog's RAM logs, as mongod's does.
+	log := zerolog.New(io.MultiWriter(out, sim.RAMLog))
 	node, err := sim.NewNode(cfg, log)
 	if err != nil {
 		fail(log, err)
@@ -83,7 +88,10 @@ func fail(log zerolog.Logger, err error) {
 	code := 1
 	var dbp *sim.DBPathError
 	var le *sim.ListenError
+	var fe *sim.FCVError
 	switch {
+	case errors.As(err, &fe):
+		code = exitNeedDowngrade
 	case errors.Is(err, sim.ErrBadOptions):
 		code = exitBadOptions
 	case errors.As(err, &dbp):

@@ -42,6 +42,8 @@ type Node struct {
 	log       zerolog.Logger
 	processID bson.ObjectID
 	started   time.Time
+	metrics   *serverMetrics
+	params    *paramStore
 	store     *Store
 	keyFile   string // internal-auth key (trimmed), empty without --keyFile
 	tlsConf   *tls.Config
@@ -125,7 +127,7 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: log, processID: bson.NewObjectID(), started: time.Now(), topoCh: make(chan struct{}),
 		self: -1, primary: -1, votedFor: -1, peers: map[string]*peerState{}, data: NewData(), committed: NewData(),
 		oplogCh: make(chan struct{}), conns: map[*conn]struct{}{}, quit: make(chan struct{}), done: make(chan struct{}),
-		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30)}
+		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30), metrics: newServerMetrics(), params: newParamStore(cfg)}
 	n.cursors.m = map[int64]*cursor{}
 	if cfg.KeyFile != "" {
 		keys, err := readKeyFile(cfg.KeyFile)
@@ -147,6 +149,10 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 	}
 	n.store = st
 	if err := n.load(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if err := n.checkFCV(); err != nil {
 		_ = st.Close()
 		return nil, err
 	}
@@ -201,6 +207,7 @@ func (n *Node) Run(ctx context.Context) error {
 			e.Strs("notModelledBySimulator", n.cfg.Ignored)
 		}
 	})
+	n.startupWarnings()
 	if n.rs != nil && n.cfg.ReplSet == "" {
 		n.logS("W", "REPL", 21558, "Document(s) exist in 'system.replset', but started without --replSet. Database contents may appear inconsistent with the writes that were visible when this node was running as part of a replica set.", nil)
 		n.rs = nil
@@ -548,6 +555,8 @@ func (n *Node) serveConn(nc net.Conn) {
 			}
 			return
 		}
+		n.metrics.bytesIn.Add(int64(len(msg)))
+		n.metrics.requests.Add(1)
 		req, err := ParseMessage(msg)
 		if err != nil {
 			n.logI("NETWORK", 22989, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
@@ -576,6 +585,7 @@ func (n *Node) serveConn(nc net.Conn) {
 		if _, err := nc.Write(out); err != nil {
 			return
 		}
+		n.metrics.bytesOut.Add(int64(len(out)))
 		if closeAfter {
 			return
 		}
