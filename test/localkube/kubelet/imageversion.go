@@ -8,7 +8,7 @@ import (
 )
 
 // pullError is an image reference the kubelet cannot pull: the waiting reason
-// is ErrImagePull and, as for a configuration error, every pass retries it.
+// is ErrImagePull, then ImagePullBackOff; every pass retries it.
 type pullError struct{ ref, msg string }
 
 func (e *pullError) Error() string {
@@ -78,5 +78,5 @@ func lineLess(a, b string) bool {
 // retriedEachPass says whether a waiting reason is a start that failed before
 // any process ran, which the kubelet retries on every pass rather than backing off.
 func retriedEachPass(reason string) bool {
-	return reason == "CreateContainerConfigError" || reason == "ErrImagePull"
+	return reason == "CreateContainerConfigError" || reason == "ErrImagePull" || reason == "ImagePullBackOff"
 }

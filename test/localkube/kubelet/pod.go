@@ -531,10 +531,17 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 	}
 	var pullErr *pullError
 	if errors.As(err, &pullErr) {
-		if x.obs.WaitMessage != pullErr.Error() {
-			w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, pullErr.Error())
-			w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: ErrImagePull")
+		// The first failure is ErrImagePull; later passes back off, as a kubelet does.
+		if retriedEachPass(x.obs.WaitReason) && x.obs.WaitReason != "CreateContainerConfigError" {
+			msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+			if x.obs.WaitReason != "ImagePullBackOff" {
+				w.k.events.Eventf(pod, corev1.EventTypeNormal, "BackOff", "%s", msg)
+			}
+			x.obs.WaitReason, x.obs.WaitMessage = "ImagePullBackOff", msg
+			return
 		}
+		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, pullErr.Error())
+		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: ErrImagePull")
 		x.obs.WaitReason, x.obs.WaitMessage = "ErrImagePull", pullErr.Error()
 		return
 	}

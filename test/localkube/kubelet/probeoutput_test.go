@@ -77,33 +77,3 @@ func TestProbeFailureEvent(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
-
-// A tag names the release the mongo image holds, and a release outside the table
-// fails to pull.
-func TestImageVersion(t *testing.T) {
-	table, err := loadImageTable("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	versions := table.Lookup("mongo").Versions
-	for ref, want := range map[string]string{
-		"mongo:8.0": "8.0.4", "mongo:7.0.14": "7.0.14", "mongo:6.0": "6.0.19", "mongo": "8.0.4", "mongo:latest": "8.0.4",
-		"mongo:7": "7.0.14", "mongo:7.0-jammy": "7.0.14", "mongodb/mongodb-community-server:6.0.5-ubi8": "6.0.5",
-		"mongo@sha256:0123": "8.0.4",
-	} {
-		got, err := imageVersion(ref, versions)
-		if err != nil || got != want {
-			t.Errorf("imageVersion(%q) = %q, %v; want %q", ref, got, err, want)
-		}
-	}
-	for _, ref := range []string{"mongo:5.0", "mongo:9.0.1", "mongo:jammy", "mongo:4"} {
-		_, err := imageVersion(ref, versions)
-		if _, ok := err.(*pullError); !ok || !strings.Contains(err.Error(), "not found") {
-			t.Errorf("imageVersion(%q): %v, want a pull error", ref, err)
-		}
-	}
-	env := versionEnv("7.0.14")
-	if len(env) != 2 || env[0] != (envVar{"MONGO_MAJOR", "7.0"}) || env[1] != (envVar{"MONGO_VERSION", "7.0.14"}) {
-		t.Errorf("versionEnv %v", env)
-	}
-}
