@@ -109,6 +109,11 @@ func TestSetParameterAndListCommands(t *testing.T) {
 	if all.Lookup("enableLocalhostAuthBypass", "settableAtRuntime").Boolean() {
 		t.Errorf("allParameters showDetails: %v", all.Lookup("enableLocalhostAuthBypass"))
 	}
+	for _, name := range []string{"getParameter", "setParameter", "getCmdLineOpts", "getLog", "currentOp", "top"} {
+		if ce := cmdErr(t, c, "app", bson.D{{Key: name, Value: 1}, {Key: "logLevel", Value: 1}}); ce.Code != 13 || ce.Message != name+" may only be run against the admin database." {
+			t.Errorf("%s outside admin: %v", name, ce)
+		}
+	}
 	lc := mustRun(t, c, bson.D{{Key: "listCommands", Value: 1}}).Lookup("commands").Document()
 	for _, name := range []string{"find", "insert", "replSetGetStatus", "setParameter", "explain", "listCommands"} {
 		if lc.Lookup(name).Type == 0 {

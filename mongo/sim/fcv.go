@@ -72,8 +72,8 @@ func lineLess(a, b string) bool {
 // for a majority, as mongod does.
 func (c *conn) cmdSetFeatureCompatibilityVersion(req *Request) (bson.D, error) {
 	n := c.n
-	if req.DB() != "admin" {
-		return nil, cerr(13, "setFeatureCompatibilityVersion may only be run against the admin database.")
+	if e := requireAdmin(req, "setFeatureCompatibilityVersion"); e != nil {
+		return nil, e
 	}
 	v := req.Body.Lookup("setFeatureCompatibilityVersion")
 	want, ok := v.StringValueOK()

@@ -11,6 +11,9 @@ import (
 // itself among them, as mongod shows it); the filter fields of the
 // command are matched against each operation document.
 func (c *conn) cmdCurrentOp(req *Request) (bson.D, error) {
+	if e := requireAdmin(req, "currentOp"); e != nil {
+		return nil, e
+	}
 	inprog := bson.A{}
 	for _, op := range c.n.metrics.inProgress() {
 		doc := op.doc(c.n)
@@ -70,6 +73,9 @@ func opKind(name string) string {
 // and not interruptible, so a running one finishes; mongod answers the same
 // "attempting to kill op" whether or not the op still runs.
 func (c *conn) cmdKillOp(req *Request) (bson.D, error) {
+	if e := requireAdmin(req, "killOp"); e != nil {
+		return nil, e
+	}
 	v, err := req.Body.LookupErr("op")
 	if err != nil {
 		return nil, cerr(4, "Missing expected field \"op\"")

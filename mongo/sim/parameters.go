@@ -171,6 +171,9 @@ func (c *conn) paramValue(name string) (any, parameter, bool) {
 }
 
 func (c *conn) cmdGetParameter(req *Request) (bson.D, error) {
+	if e := requireAdmin(req, "getParameter"); e != nil {
+		return nil, e
+	}
 	v := req.Body.Lookup("getParameter")
 	all, details := false, false
 	if s, ok := v.StringValueOK(); ok && s == "*" {
@@ -212,8 +215,8 @@ func (c *conn) cmdGetParameter(req *Request) (bson.D, error) {
 // previous value ("was"), as mongod does; unknown and startup-only
 // parameters are refused with InvalidOptions (72).
 func (c *conn) cmdSetParameter(req *Request) (bson.D, error) {
-	if req.DB() != "admin" {
-		return nil, cerr(13, "setParameter may only be run against the admin database.")
+	if e := requireAdmin(req, "setParameter"); e != nil {
+		return nil, e
 	}
 	elems, _ := req.Body.Elements()
 	type change struct {

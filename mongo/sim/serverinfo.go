@@ -24,7 +24,10 @@ func (n *Node) hostPort() string {
 
 func (c *conn) cmdBuildInfo(*Request) (bson.D, error) { return c.n.cfg.buildInfo(), nil }
 
-func (c *conn) cmdGetCmdLineOpts(*Request) (bson.D, error) {
+func (c *conn) cmdGetCmdLineOpts(req *Request) (bson.D, error) {
+	if e := requireAdmin(req, "getCmdLineOpts"); e != nil {
+		return nil, e
+	}
 	return bson.D{{Key: "argv", Value: c.n.cfg.Argv}, {Key: "parsed", Value: c.n.cfg.Parsed}}, nil
 }
 
@@ -147,6 +150,9 @@ func (r *ramLog) Write(p []byte) (int, error) {
 }
 
 func (c *conn) cmdGetLog(req *Request) (bson.D, error) {
+	if e := requireAdmin(req, "getLog"); e != nil {
+		return nil, e
+	}
 	v := req.Body.Lookup("getLog")
 	name, ok := v.StringValueOK()
 	if !ok {
