@@ -89,7 +89,15 @@ func fail(log zerolog.Logger, err error) {
 	var dbp *sim.DBPathError
 	var le *sim.ListenError
 	var fe *sim.FCVError
+	var ke *sim.KeyFileError
 	switch {
+	case errors.As(err, &ke):
+		// mongod's two lines for an unusable keyfile, then exit 1
+		log.Log().Str("s", "I").Str("c", "ACCESS").Int("id", 20254).Str("ctx", "main").Str("msg", "Read security file failed").
+			Dict("attr", zerolog.Dict().Dict("error", zerolog.Dict().Int("code", 30).Str("codeName", "InvalidPath").Str("errmsg", ke.Msg))).Send()
+		log.Log().Str("s", "F").Str("c", "CONTROL").Int("id", 20575).Str("ctx", "main").Str("msg", "Error creating service context").
+			Dict("attr", zerolog.Dict().Str("error", "Location5579201: Unable to acquire security key[s]")).Send()
+		os.Exit(1)
 	case errors.As(err, &fe):
 		code = exitNeedDowngrade
 	case errors.Is(err, sim.ErrBadOptions):

@@ -3,6 +3,9 @@ package sim_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +333,26 @@ func TestValidateDBHashExplainCurrentOp(t *testing.T) {
 	global := mustRun(t, c, bson.D{{Key: "getLog", Value: "global"}})
 	if num(global.Lookup("totalLinesWritten")) < 5 || !strings.Contains(global.String(), "Waiting for connections") {
 		t.Errorf("getLog global: %d lines", num(global.Lookup("totalLinesWritten")))
+	}
+}
+
+// An unusable keyfile stops mongod after option parsing: the 20254 and
+// 20575 lines, exit code 1.
+func TestKeyFileRefusedAtStartup(t *testing.T) {
+	kf := keyFile(t, "c2VjcmV0LWtleQ")
+	if err := os.Chmod(kf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ip, port := freeAddr(t)
+	out, err := exec.Command(simBin, "--replSet", "rs0", "--bind_ip", ip, "--port", fmt.Sprint(port), "--dbpath", t.TempDir(), "--keyFile", kf).CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("exit %v, want 1\n%s", err, out)
+	}
+	for _, want := range []string{`"id":20254`, `"msg":"Read security file failed"`, `"errmsg":"permissions on ` + kf + ` are too open"`, `"codeName":"InvalidPath"`,
+		`"id":20575`, `Location5579201: Unable to acquire security key[s]`} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %s:\n%s", want, out)
+		}
 	}
 }

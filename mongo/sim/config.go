@@ -336,12 +336,6 @@ func (c *Config) set(o option, flag, shown string, val any) error {
 func (c *Config) check() error {
 	if c.KeyFile != "" {
 		c.Auth = true // a keyFile implies authorization, as in mongod
-		if err := checkKeyFilePerms(c.KeyFile, c.RelaxPermChecks); err != nil {
-			return err
-		}
-		if _, err := readKeyFile(c.KeyFile); err != nil {
-			return err
-		}
 	}
 	if dest, _ := c.Parsed["systemLog"].(map[string]any); dest != nil && dest["destination"] == "file" && c.LogPath == "" {
 		return &OptionError{"BadValue: systemLog.path is required if systemLog.destination is to a file"}

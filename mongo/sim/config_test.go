@@ -15,10 +15,6 @@ func TestParseArgs(t *testing.T) {
 	if err := os.WriteFile(kf, []byte("abcdefgh"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	open := filepath.Join(dir, "open")
-	if err := os.WriteFile(open, []byte("abcdefgh"), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	yml := filepath.Join(dir, "mongod.conf")
 	if err := os.WriteFile(yml, []byte(`
 net:
@@ -66,7 +62,6 @@ operationProfiling:
 				t.Fatalf("%+v", c)
 			}
 		}},
-		{name: "keyFile too open", args: []string{"--keyFile", open}, wantErr: "permissions on " + open + " are too open"},
 		{name: "setParameter and ignored", args: []string{"--setParameter", "a=b", "--wiredTigerCacheSizeGB", "0.25", "--bind_ip_all", "--oplogSize=50"},
 			check: func(t *testing.T, c Config) {
 				if c.SetParameters["a"] != "b" || !c.BindIPAll || c.OplogSizeMB != 50 || !reflect.DeepEqual(c.Ignored, []string{"--wiredTigerCacheSizeGB"}) {

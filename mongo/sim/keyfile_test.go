@@ -45,11 +45,16 @@ func TestKeyFileRules(t *testing.T) {
 		{args: []string{"--keyFile", long}, wantErr: "has length 1025, must be between 6 and 1024 chars"},
 		{args: []string{"--keyFile", badChar}, wantErr: "invalid char in key file " + badChar + ": -"},
 		{args: []string{"--keyFile", mapping}, wantErr: "must contain a YAML string or a sequence of strings"},
-		{args: []string{"--keyFile", filepath.Join(dir, "missing")}, wantErr: "Error reading file " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{args: []string{"--keyFile", filepath.Join(dir, "missing")}, wantErr: "Error reading file " + filepath.Join(dir, "missing") + ": No such file or directory"},
 		{args: []string{"--keyFile", group}, wantErr: "permissions on " + group + " are too open"},
 		{args: []string{"--keyFile", others, "--relaxPermChecks"}, wantErr: "permissions on " + others + " are too open"},
 	} {
 		c, err := ParseArgs(tc.args)
+		if err != nil {
+			t.Errorf("%v: %v", tc.args, err)
+			continue
+		}
+		_, err = loadKeyFile(c.KeyFile, c.RelaxPermChecks)
 		if tc.wantErr != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("%v: err %v, want %q", tc.args, err, tc.wantErr)
@@ -60,7 +65,7 @@ func TestKeyFileRules(t *testing.T) {
 			t.Errorf("%v: %v", tc.args, err)
 			continue
 		}
-		if keys, err := readKeyFile(c.KeyFile); err != nil || len(keys) != tc.keys {
+		if keys, err := loadKeyFile(c.KeyFile, c.RelaxPermChecks); err != nil || len(keys) != tc.keys {
 			t.Errorf("%v: keys %v %v", tc.args, keys, err)
 		}
 	}
@@ -73,19 +78,30 @@ func TestKeyFileRules(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("the relaxPermChecks ownership cases need root")
 	}
+	load := func(args []string) error {
+		c, err := ParseArgs(args)
+		if err != nil {
+			return err
+		}
+		if !c.RelaxPermChecks {
+			t.Errorf("%v: relaxPermChecks not set", args)
+		}
+		_, err = loadKeyFile(c.KeyFile, c.RelaxPermChecks)
+		return err
+	}
 	for _, form := range [][]string{{"--keyFile", group, "--relaxPermChecks"}, {"--keyFile=" + group, "--relaxPermChecks=true"}} {
-		if _, err := ParseArgs(form); err != nil {
+		if err := load(form); err != nil {
 			t.Errorf("%v: %v", form, err)
 		}
 	}
 	yml := write("relax.conf", "security:\n  keyFile: "+group+"\n  relaxPermChecks: true\n", 0o600)
-	if c, err := ParseArgs([]string{"--config", yml}); err != nil || !c.RelaxPermChecks {
-		t.Errorf("security.relaxPermChecks in YAML: %v %+v", err, c.Parsed)
+	if err := load([]string{"--config", yml}); err != nil {
+		t.Errorf("security.relaxPermChecks in YAML: %v", err)
 	}
 	if err := os.Chown(group, 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ParseArgs([]string{"--keyFile", group, "--relaxPermChecks"}); err == nil || !strings.Contains(err.Error(), "are too open") {
+	if err := load([]string{"--keyFile", group, "--relaxPermChecks"}); err == nil || !strings.Contains(err.Error(), "are too open") {
 		t.Errorf("group-readable keyfile not owned by root accepted: %v", err)
 	}
 }

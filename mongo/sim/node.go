@@ -130,7 +130,7 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30), metrics: newServerMetrics(), params: newParamStore(cfg)}
 	n.cursors.m = map[int64]*cursor{}
 	if cfg.KeyFile != "" {
-		keys, err := readKeyFile(cfg.KeyFile)
+		keys, err := loadKeyFile(cfg.KeyFile, cfg.RelaxPermChecks)
 		if err != nil {
 			return nil, err
 		}
