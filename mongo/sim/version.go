@@ -19,13 +19,15 @@ type releaseLine struct {
 	maxWire    int32
 	latest     string
 	gitVersion string
+	// what the official image's build reports: its Ubuntu, OpenSSL and allocator
+	distmod, openssl, allocator string
 }
 
 // releaseLines are the mongod lines the simulator behaves as.
 var releaseLines = map[string]releaseLine{
-	"6.0": {maxWire: 17, latest: "6.0.19", gitVersion: "5f5b6c8f0c2c8c2a2b25f9e7c7a1e0d1f4a5b6c7"},
-	"7.0": {maxWire: 21, latest: "7.0.14", gitVersion: "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188"},
-	"8.0": {maxWire: 25, latest: "8.0.4", gitVersion: "bc35ab4305d9920d9d0491c1c9ef9b72383d31f9"},
+	"6.0": {maxWire: 17, latest: "6.0.19", gitVersion: "5f5b6c8f0c2c8c2a2b25f9e7c7a1e0d1f4a5b6c7", distmod: "ubuntu2204", openssl: "OpenSSL 3.0.2 15 Mar 2022", allocator: "tcmalloc"},
+	"7.0": {maxWire: 21, latest: "7.0.14", gitVersion: "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188", distmod: "ubuntu2204", openssl: "OpenSSL 3.0.2 15 Mar 2022", allocator: "tcmalloc"},
+	"8.0": {maxWire: 25, latest: "8.0.4", gitVersion: "bc35ab4305d9920d9d0491c1c9ef9b72383d31f9", distmod: "ubuntu2404", openssl: "OpenSSL 3.0.13 30 Jan 2024", allocator: "tcmalloc-google"},
 }
 
 // ResolveVersion turns what an image says (MONGO_VERSION: "8.0.4", or a
@@ -106,8 +108,6 @@ func (c Config) versionArray() bson.A {
 	return out
 }
 
-const openSSLVersion = "OpenSSL 3.0.2 15 Mar 2022"
-
 // VersionText is what `mongod --version` prints.
 func (c Config) VersionText() string {
 	return fmt.Sprintf(`db version v%s
@@ -116,23 +116,24 @@ Build Info: {
     "gitVersion": "%s",
     "openSSLVersion": "%s",
     "modules": [],
-    "allocator": "tcmalloc",
+    "allocator": "%s",
     "environment": {
-        "distmod": "ubuntu2204",
+        "distmod": "%s",
         "distarch": "x86_64",
         "target_arch": "x86_64"
     }
 }
-`, c.ServerVersion, c.ServerVersion, c.GitVersion(), openSSLVersion)
+`, c.ServerVersion, c.ServerVersion, c.GitVersion(), c.release().openssl, c.release().allocator, c.release().distmod)
 }
 
 // buildInfo is the buildInfo command's answer, as mongod's.
 func (c Config) buildInfo() bson.D {
+	r := c.release()
 	return bson.D{{Key: "version", Value: c.ServerVersion}, {Key: "gitVersion", Value: c.GitVersion()}, {Key: "modules", Value: bson.A{}},
-		{Key: "allocator", Value: "tcmalloc"}, {Key: "javascriptEngine", Value: "mozjs"}, {Key: "sysInfo", Value: "deprecated"},
+		{Key: "allocator", Value: r.allocator}, {Key: "javascriptEngine", Value: "mozjs"}, {Key: "sysInfo", Value: "deprecated"},
 		{Key: "versionArray", Value: c.versionArray()},
-		{Key: "openssl", Value: bson.D{{Key: "running", Value: openSSLVersion}, {Key: "compiled", Value: openSSLVersion}}},
-		{Key: "buildEnvironment", Value: bson.D{{Key: "distmod", Value: "ubuntu2204"}, {Key: "distarch", Value: "x86_64"},
+		{Key: "openssl", Value: bson.D{{Key: "running", Value: r.openssl}, {Key: "compiled", Value: r.openssl}}},
+		{Key: "buildEnvironment", Value: bson.D{{Key: "distmod", Value: r.distmod}, {Key: "distarch", Value: "x86_64"},
 			{Key: "cc", Value: "/opt/mongodbtoolchain/v4/bin/gcc: gcc (GCC) 11.3.0"}, {Key: "ccflags", Value: "-Werror -include mongo/platform/basic.h -ffp-contract=off -fasynchronous-unwind-tables -g2 -Wall -Wsign-compare -Wno-unknown-pragmas -Winvalid-pch -O2"},
 			{Key: "cxx", Value: "/opt/mongodbtoolchain/v4/bin/g++: g++ (GCC) 11.3.0"}, {Key: "cxxflags", Value: "-Woverloaded-virtual -Wpessimizing-move -Wno-maybe-uninitialized -fsized-deallocation -std=c++20"},
 			{Key: "linkflags", Value: "-Wl,--fatal-warnings -pthread -Wl,-z,now -fuse-ld=lld -fstack-protector-strong -gdwarf-5 -Wl,--no-threads -Wl,--build-id -Wl,--hash-style=gnu -Wl,-z,noexecstack -Wl,--warn-execstack -Wl,-z,relro -Wl,--compress-debug-sections=none -Wl,-z,origin -Wl,--enable-new-dtags"},

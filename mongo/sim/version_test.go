@@ -40,6 +40,10 @@ func TestVersionFollowsImage(t *testing.T) {
 			if g := bi.Lookup("gitVersion").StringValue(); len(g) != 40 {
 				t.Errorf("gitVersion %q", g)
 			}
+			// the 8.0 image is built on Ubuntu 24.04 with OpenSSL 3.0.13, the others on 22.04
+			if d := bi.Lookup("buildEnvironment", "distmod").StringValue(); (tc.fcv == "8.0") != (d == "ubuntu2404") || !strings.Contains(string(out), `"distmod": "`+d+`"`) {
+				t.Errorf("distmod %q, --version:\n%s", d, out)
+			}
 			hello := mustRun(t, c, bson.D{{Key: "hello", Value: 1}})
 			if w := hello.Lookup("maxWireVersion").Int32(); w != tc.wire {
 				t.Errorf("maxWireVersion %d, want %d", w, tc.wire)
