@@ -337,6 +337,20 @@ func (c *Config) check() error {
 	if c.KeyFile != "" {
 		c.Auth = true // a keyFile implies authorization, as in mongod
 	}
+	// Parameters the simulator knows are checked as mongod checks them; others are accepted.
+	defs := serverParameters(*c)
+	for _, k := range sortedKeys(c.SetParameters) {
+		def, known := defs[k]
+		if !known {
+			continue
+		}
+		if !def.atStartup {
+			return &OptionError{fmt.Sprintf("BadValue: Cannot use --setParameter to set \"%s\" at startup", k)}
+		}
+		if _, err := convertParam(def.value, c.SetParameters[k]); err != nil {
+			return &OptionError{fmt.Sprintf("BadValue: Bad value for parameter \"%s\": %s", k, c.SetParameters[k])}
+		}
+	}
 	if dest, _ := c.Parsed["systemLog"].(map[string]any); dest != nil && dest["destination"] == "file" && c.LogPath == "" {
 		return &OptionError{"BadValue: systemLog.path is required if systemLog.destination is to a file"}
 	}

@@ -133,6 +133,15 @@ func TestOptionsParsedAndIgnored(t *testing.T) {
 	if _, err := ParseArgs([]string{"--port", "many"}); err == nil || !strings.Contains(err.Error(), "the argument ('many') for option '--port' is invalid") {
 		t.Errorf("bad int: %v", err)
 	}
+	if _, err := ParseArgs([]string{"--setParameter", "clusterAuthMode=x509"}); err == nil || !strings.Contains(err.Error(), `Cannot use --setParameter to set "clusterAuthMode" at startup`) {
+		t.Errorf("runtime-only parameter at startup: %v", err)
+	}
+	if _, err := ParseArgs([]string{"--setParameter", "scramIterationCount=many"}); err == nil || !strings.Contains(err.Error(), `Bad value for parameter "scramIterationCount"`) {
+		t.Errorf("mistyped parameter: %v", err)
+	}
+	if c, err := ParseArgs([]string{"--setParameter", "someParameterOfAnotherRelease=1"}); err != nil || c.SetParameters["someParameterOfAnotherRelease"] != "1" {
+		t.Errorf("unknown parameter refused: %v", err)
+	}
 	conf := filepath.Join(t.TempDir(), "c.conf")
 	_ = os.WriteFile(conf, []byte("systemLog:\n  destination: file\n"), 0o600)
 	if _, err := ParseArgs([]string{"-f", conf}); err == nil || !strings.Contains(err.Error(), "systemLog.path is required if systemLog.destination is to a file") {
