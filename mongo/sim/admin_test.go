@@ -235,6 +235,18 @@ func TestSizesAndScale(t *testing.T) {
 	if num(out[0].Lookup("storageStats", "size")) != size/1024 || num(out[0].Lookup("count")) != 100 {
 		t.Errorf("$collStats %v", out[0])
 	}
+	cur, err = coll.Aggregate(context.Background(), mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "latencyStats", Value: bson.D{}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cur.All(context.Background(), &out); err != nil || len(out) != 1 || num(out[0].Lookup("latencyStats", "writes", "ops")) != 1 || out[0].Lookup("storageStats").Type != 0 {
+		t.Errorf("$collStats latencyStats: %v %v", out, err)
+	}
+	_, err = c.Database("app").Collection("none").Aggregate(context.Background(), mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "storageStats", Value: bson.D{}}}}}})
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) || ce.Code != 26 {
+		t.Errorf("$collStats of a missing collection: %v", err)
+	}
 }
 
 func TestValidateDBHashExplainCurrentOp(t *testing.T) {

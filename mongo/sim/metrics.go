@@ -268,3 +268,22 @@ func (m *serverMetrics) documentDoc() bson.D {
 	return bson.D{{Key: "deleted", Value: m.opcounters["delete"]}, {Key: "inserted", Value: m.opcounters["insert"]},
 		{Key: "returned", Value: m.opcounters["returned"]}, {Key: "updated", Value: m.opcounters["update"]}}
 }
+
+// latencyDoc is $collStats' latencyStats for a namespace: total
+// microseconds and operations of its reads, writes and commands.
+func (m *serverMetrics) latencyDoc(ns string) bson.D {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	sum := func(cats ...string) bson.D {
+		var us, ops int64
+		for _, c := range cats {
+			if t := m.top[ns][c]; t != nil {
+				us += t[0]
+				ops += t[1]
+			}
+		}
+		return bson.D{{Key: "latency", Value: us}, {Key: "ops", Value: ops}}
+	}
+	return bson.D{{Key: "reads", Value: sum("queries", "getmore")}, {Key: "writes", Value: sum("insert", "update", "remove")},
+		{Key: "commands", Value: sum("commands")}, {Key: "transactions", Value: bson.D{{Key: "latency", Value: int64(0)}, {Key: "ops", Value: int64(0)}}}}
+}

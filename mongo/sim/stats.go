@@ -198,11 +198,18 @@ func (n *Node) collStatsDoc(db, coll string, scale int64) bson.D {
 		bson.E{Key: "scaleFactor", Value: int32(scale)})
 }
 
-// collStatsStage is the document $collStats produces: storageStats (with
-// its own scale) and count when asked for, as mongod does.
+// collStatsStage is the document $collStats produces: latencyStats (from
+// what top counts), storageStats (with its own scale) and count when asked
+// for, as mongod does.
 func (n *Node) collStatsStage(db, coll string, spec bson.Raw) (bson.D, *CmdError) {
 	d := bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "host", Value: n.hostPort()}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())}}
+	if _, err := spec.LookupErr("latencyStats"); err == nil {
+		d = append(d, bson.E{Key: "latencyStats", Value: n.metrics.latencyDoc(db + "." + coll)})
+	}
 	if ss, err := spec.LookupErr("storageStats"); err == nil {
+		if !n.collExists(db, coll) {
+			return nil, cerr(26, "Unable to retrieve storageStats in $collStats stage :: caused by :: Collection [%s.%s] not found.", db, coll)
+		}
 		opts, _ := ss.DocumentOK()
 		scale, e := scaleOf(opts.Lookup("scale"))
 		if e != nil {
