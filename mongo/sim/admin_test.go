@@ -342,6 +342,9 @@ func TestValidateDBHashExplainCurrentOp(t *testing.T) {
 	if !strings.Contains(warnings.String(), "Access control is not enabled") {
 		t.Errorf("startupWarnings %v", warnings)
 	}
+	if ce := cmdErr(t, c, "admin", bson.D{{Key: "getLog", Value: "nope"}}); ce.Code != 96 || ce.Message != "no RamLog named: nope" {
+		t.Errorf("getLog nope: %v", ce)
+	}
 	global := mustRun(t, c, bson.D{{Key: "getLog", Value: "global"}})
 	if num(global.Lookup("totalLinesWritten")) < 5 || !strings.Contains(global.String(), "Waiting for connections") {
 		t.Errorf("getLog global: %d lines", num(global.Lookup("totalLinesWritten")))

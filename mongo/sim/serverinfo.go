@@ -169,7 +169,7 @@ func (c *conn) cmdGetLog(req *Request) (bson.D, error) {
 	case "startupWarnings":
 		return bson.D{{Key: "totalLinesWritten", Value: int32(len(r.warnings))}, {Key: "log", Value: append([]string{}, r.warnings...)}}, nil
 	}
-	return nil, cerr(0, "no RamLog named: %s", name)
+	return nil, cerr(96, "no RamLog named: %s", name)
 }
 
 // startupWarnings logs mongod's start-up warnings, tagged so getLog's
