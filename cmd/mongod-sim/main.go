@@ -48,7 +48,7 @@ func main() {
 		return
 	}
 	if cfg.ShowHelp {
-		fmt.Println("Options: mongod-sim accepts mongod's options; see docs/design/mongod-sim.md")
+		fmt.Print(cfg.HelpText())
 		return
 	}
 	if cfg.Shutdown {

@@ -262,3 +262,31 @@ func optionByYAML(path, majorMinor string) (option, bool) {
 	}
 	return found, ok
 }
+
+// HelpText is what `mongod --help` prints: the options this release
+// accepts, with "arg" for those that take a value, as boost lists them.
+func (c Config) HelpText() string {
+	var b strings.Builder
+	b.WriteString("Options:\n\n")
+	mm := c.MajorMinor()
+	seen := map[string]bool{}
+	for _, o := range options {
+		if o.flag == "" || seen[o.flag] || !o.lines.has(mm) {
+			continue
+		}
+		seen[o.flag] = true
+		name := "--" + o.flag
+		if len(o.flag) == 1 {
+			name = "-" + o.flag
+		}
+		switch o.kind {
+		case optSwitch:
+		case optBool:
+			name += " [arg]"
+		default:
+			name += " arg"
+		}
+		b.WriteString("  " + name + "\n")
+	}
+	return b.String()
+}

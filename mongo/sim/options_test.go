@@ -148,3 +148,14 @@ func TestOptionsParsedAndIgnored(t *testing.T) {
 		t.Errorf("destination file without path: %v", err)
 	}
 }
+
+func TestHelpListsTheRelease(t *testing.T) {
+	c70, _ := ParseArgsAs("7.0.14", nil)
+	c80, _ := ParseArgsAs("8.0.4", nil)
+	if h := c70.HelpText(); !strings.Contains(h, "  --port arg\n") || !strings.Contains(h, "  --enableFreeMonitoring arg\n") || !strings.Contains(h, "  --auth\n") {
+		t.Errorf("7.0 help:\n%s", h)
+	}
+	if strings.Contains(c80.HelpText(), "enableFreeMonitoring") {
+		t.Error("8.0 help lists --enableFreeMonitoring")
+	}
+}
