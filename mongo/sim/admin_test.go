@@ -321,6 +321,14 @@ func TestValidateDBHashExplainCurrentOp(t *testing.T) {
 	if !found {
 		t.Errorf("currentOp does not show itself: %v", cur)
 	}
+	aggCur, err := c.Database("admin").Aggregate(context.Background(), mongo.Pipeline{{{Key: "$currentOp", Value: bson.D{}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []bson.Raw
+	if err := aggCur.All(context.Background(), &ops); err != nil || len(ops) == 0 || ops[0].Lookup("opid").Type == 0 {
+		t.Errorf("$currentOp: %v %v", ops, err)
+	}
 	if ce := cmdErr(t, c, "admin", bson.D{{Key: "killOp", Value: 1}}); ce.Code == 0 {
 		t.Errorf("killOp without op: %v", ce)
 	}

@@ -62,6 +62,10 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 					return nil, cerr(31253, "%s", err.Error())
 				}
 			}
+		case "$currentOp":
+			if docs, err = c.currentOpStage(req, v); err != nil {
+				return nil, err
+			}
 		case "$collStats":
 			spec, _ := v.DocumentOK()
 			cs, e := c.n.collStatsStage(db, coll, spec)

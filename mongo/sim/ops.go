@@ -87,3 +87,19 @@ func (c *conn) cmdKillOp(req *Request) (bson.D, error) {
 	c.n.metrics.kill(int32(id))
 	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
 }
+
+// currentOpStage is the $currentOp aggregation stage: the operations in
+// progress as documents, run as {aggregate: 1} against admin.
+func (c *conn) currentOpStage(req *Request, spec bson.RawValue) ([]bson.Raw, error) {
+	if _, ok := spec.DocumentOK(); !ok {
+		return nil, cerr(14, "$currentOp options must be specified in an object, but found: %s", typeName(spec.Type))
+	}
+	if req.DB() != "admin" {
+		return nil, cerr(73, "$currentOp must be run against the 'admin' database with {aggregate: 1}")
+	}
+	var docs []bson.Raw
+	for _, op := range c.n.metrics.inProgress() {
+		docs = append(docs, mustRaw(op.doc(c.n)))
+	}
+	return docs, nil
+}
