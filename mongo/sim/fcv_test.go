@@ -42,6 +42,13 @@ func TestFeatureCompatibilityVersion(t *testing.T) {
 	if v := fcvOf(t, ms[p]).Lookup("version").StringValue(); v != "6.0" {
 		t.Errorf("after downgrade %q", v)
 	}
+	// through the transitional document, in the oplog like any write
+	entries := mustRunDB(t, c, "local", bson.D{{Key: "find", Value: "oplog.rs"}, {Key: "filter", Value: bson.D{{Key: "ns", Value: "admin.system.version"}}}})
+	vals, _ := entries.Lookup("cursor", "firstBatch").Array().Values()
+	if len(vals) != 2 || vals[0].Document().Lookup("o", "targetVersion").StringValue() != "6.0" || vals[0].Document().Lookup("o", "previousVersion").StringValue() != "7.0" ||
+		vals[1].Document().Lookup("o", "targetVersion").Type != 0 {
+		t.Errorf("oplog of the downgrade: %v", vals)
+	}
 	// majority-acknowledged: the secondary has it already
 	if v := fcvOf(t, ms[1-p]); v == nil || v.Lookup("version").StringValue() != "6.0" {
 		t.Errorf("secondary FCV %v", v)
