@@ -12,8 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // Config is mongod's command line (and --config file) as the simulator
@@ -384,61 +382,3 @@ func setParsed(m map[string]any, dotted string, v any) {
 	m[parts[len(parts)-1]] = v
 }
 
-func (c *Config) loadYAML(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return &OptionError{fmt.Sprintf("Error reading config file: %s", errText(err))}
-	}
-	var root map[string]any
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return &OptionError{fmt.Sprintf("Error parsing YAML config file: %v", err)}
-	}
-	flat := map[string]any{}
-	flatten("", root, flat)
-	mm := c.MajorMinor()
-	for _, k := range sortedKeys(flat) {
-		v := flat[k]
-		o, ok := optionByYAML(k, mm)
-		if !ok {
-			return &OptionError{fmt.Sprintf("Error parsing YAML config file: Unrecognized option: %s", k)}
-		}
-		if list, isList := v.([]any); isList && k == "net.bindIp" {
-			parts := make([]string, len(list))
-			for i, x := range list {
-				parts[i] = fmt.Sprint(x)
-			}
-			v = strings.Join(parts, ",")
-		}
-		if o.kind == optInt || o.kind == optDouble {
-			if s, isStr := v.(string); isStr {
-				if v, err = typedValue(o.kind, s); err != nil {
-					return &OptionError{fmt.Sprintf("Error parsing YAML config file: Bad value for %s: %s", k, s)}
-				}
-			}
-		}
-		if err := c.set(o, "", k, v); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func flatten(prefix string, m map[string]any, out map[string]any) {
-	for k, v := range m {
-		key := k
-		if prefix != "" {
-			key = prefix + "." + k
-		}
-		sub, isMap := v.(map[string]any)
-		switch {
-		case isMap && key == "setParameter":
-			for sk, sv := range sub {
-				out["setParameter."+sk] = sv
-			}
-		case isMap:
-			flatten(key, sub, out)
-		default:
-			out[key] = v
-		}
-	}
-}
