@@ -381,4 +381,3 @@ func setParsed(m map[string]any, dotted string, v any) {
 	}
 	m[parts[len(parts)-1]] = v
 }
-
