@@ -156,7 +156,8 @@ func TestServerStatusCounts(t *testing.T) {
 	if num(after.Lookup("metrics", "commands", "insert", "total")) < 1 || num(after.Lookup("metrics", "commands", "<UNKNOWN>", "total")) != 1 {
 		t.Errorf("metrics.commands %v", after.Lookup("metrics", "commands"))
 	}
-	for _, k := range []string{"host", "version", "process", "pid", "uptime", "uptimeMillis", "uptimeEstimate", "localTime", "asserts", "connections", "mem", "repl", "storageEngine", "wiredTiger"} {
+	for _, k := range []string{"host", "version", "process", "pid", "uptime", "uptimeMillis", "uptimeEstimate", "localTime", "asserts", "connections", "mem", "repl", "storageEngine", "wiredTiger",
+		"extra_info", "globalLock", "catalogStats", "transportSecurity"} {
 		if after.Lookup(k).Type == 0 {
 			t.Errorf("serverStatus lacks %s", k)
 		}
@@ -217,6 +218,9 @@ func TestSizesAndScale(t *testing.T) {
 		}
 	}
 	ds := mustRunDB(t, c, "app", bson.D{{Key: "dbStats", Value: 1}, {Key: "scale", Value: 1024}})
+	if fs := mustRunDB(t, c, "app", bson.D{{Key: "dbStats", Value: 1}, {Key: "freeStorage", Value: 1}}); fs.Lookup("totalFreeStorageSize").Type == 0 {
+		t.Errorf("dbStats freeStorage: %v", fs)
+	}
 	if num(ds.Lookup("objects")) != 100 || num(ds.Lookup("dataSize")) != size/1024 || num(ds.Lookup("fsTotalSize")) <= 0 || num(ds.Lookup("fsUsedSize")) <= 0 {
 		t.Errorf("dbStats %v", ds)
 	}

@@ -3,6 +3,7 @@ package sim
 import (
 	"os"
 	"runtime"
+	"syscall"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -32,10 +33,17 @@ func (c *conn) cmdServerStatus(req *Request) (bson.D, error) {
 			{Key: "totalCreated", Value: int32(total)}, {Key: "rejected", Value: int32(0)}, {Key: "active", Value: active},
 			{Key: "threaded", Value: int32(cur)}, {Key: "exhaustIsMaster", Value: int32(0)}, {Key: "exhaustHello", Value: int32(0)},
 			{Key: "awaitingTopologyChanges", Value: int32(0)}}},
+		{Key: "transportSecurity", Value: bson.D{{Key: "1.0", Value: int64(0)}, {Key: "1.1", Value: int64(0)}, {Key: "1.2", Value: int64(0)},
+			{Key: "1.3", Value: int64(0)}, {Key: "unknown", Value: int64(0)}}},
 		{Key: "network", Value: bson.D{{Key: "bytesIn", Value: n.metrics.bytesIn.Load()}, {Key: "bytesOut", Value: n.metrics.bytesOut.Load()},
 			{Key: "physicalBytesIn", Value: n.metrics.bytesIn.Load()}, {Key: "physicalBytesOut", Value: n.metrics.bytesOut.Load()},
 			{Key: "numSlowDNSOperations", Value: int64(0)}, {Key: "numSlowSSLOperations", Value: int64(0)},
 			{Key: "numRequests", Value: n.metrics.requests.Load()}, {Key: "serviceExecutors", Value: bson.D{}}}},
+		{Key: "extra_info", Value: extraInfo()},
+		{Key: "globalLock", Value: bson.D{{Key: "totalTime", Value: up.Microseconds()},
+			{Key: "currentQueue", Value: bson.D{{Key: "total", Value: int32(0)}, {Key: "readers", Value: int32(0)}, {Key: "writers", Value: int32(0)}}},
+			{Key: "activeClients", Value: bson.D{{Key: "total", Value: active}, {Key: "readers", Value: int32(0)}, {Key: "writers", Value: int32(0)}}}}},
+		{Key: "catalogStats", Value: n.catalogStats()},
 		{Key: "opcounters", Value: n.metrics.opcountersDoc(false)},
 		{Key: "opcountersRepl", Value: n.metrics.opcountersDoc(true)},
 		{Key: "mem", Value: bson.D{{Key: "bits", Value: int32(64)}, {Key: "resident", Value: int32(resident)}, {Key: "virtual", Value: int32(virtual)},
@@ -90,4 +98,35 @@ func (n *Node) openCursors() int {
 	n.cursors.Lock()
 	defer n.cursors.Unlock()
 	return len(n.cursors.m)
+}
+
+// extraInfo is serverStatus' extra_info on Linux, from getrusage.
+func extraInfo() bson.D {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return bson.D{{Key: "note", Value: "fields vary by platform"},
+		{Key: "user_time_us", Value: ru.Utime.Sec*1e6 + ru.Utime.Usec}, {Key: "system_time_us", Value: ru.Stime.Sec*1e6 + ru.Stime.Usec},
+		{Key: "maximum_resident_set_kb", Value: ru.Maxrss}, {Key: "input_blocks", Value: ru.Inblock}, {Key: "output_blocks", Value: ru.Oublock},
+		{Key: "page_reclaims", Value: ru.Minflt}, {Key: "page_faults", Value: ru.Majflt},
+		{Key: "voluntary_context_switches", Value: ru.Nvcsw}, {Key: "involuntary_context_switches", Value: ru.Nivcsw}}
+}
+
+// catalogStats counts collections as mongod's serverStatus does: user
+// collections apart from those of admin, local and config.
+func (n *Node) catalogStats() bson.D {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var user, internal int32
+	for _, db := range n.data.DBNames() {
+		for range n.data.CollNames(db) {
+			if db == "admin" || db == "local" || db == "config" {
+				internal++
+			} else {
+				user++
+			}
+		}
+	}
+	return bson.D{{Key: "collections", Value: user}, {Key: "capped", Value: int32(0)}, {Key: "clustered", Value: int32(0)},
+		{Key: "timeseries", Value: int32(0)}, {Key: "views", Value: int32(0)}, {Key: "internalCollections", Value: internal},
+		{Key: "internalViews", Value: int32(0)}}
 }

@@ -144,11 +144,17 @@ func (c *conn) cmdDBStats(req *Request) (bson.D, error) {
 	}
 	used, total := fsSizes(n.cfg.DBPath)
 	sc := float64(scale)
-	return bson.D{{Key: "db", Value: db}, {Key: "collections", Value: int64(len(colls))}, {Key: "views", Value: int64(0)},
+	out := bson.D{{Key: "db", Value: db}, {Key: "collections", Value: int64(len(colls))}, {Key: "views", Value: int64(0)},
 		{Key: "objects", Value: objs}, {Key: "avgObjSize", Value: avg}, {Key: "dataSize", Value: float64(size) / sc},
 		{Key: "storageSize", Value: float64(storage) / sc}, {Key: "indexes", Value: indexes}, {Key: "indexSize", Value: float64(indexSize) / sc},
 		{Key: "totalSize", Value: float64(storage+indexSize) / sc}, {Key: "scaleFactor", Value: scale},
-		{Key: "fsUsedSize", Value: float64(used) / sc}, {Key: "fsTotalSize", Value: float64(total) / sc}}, nil
+		{Key: "fsUsedSize", Value: float64(used) / sc}, {Key: "fsTotalSize", Value: float64(total) / sc}}
+	if f, ok := numberOK(req.Body.Lookup("freeStorage")); ok && f != 0 {
+		// WiredTiger's reusable space; the simulator's files have none
+		out = append(out, bson.E{Key: "freeStorageSize", Value: float64(0)}, bson.E{Key: "indexFreeStorageSize", Value: float64(0)},
+			bson.E{Key: "totalFreeStorageSize", Value: float64(0)})
+	}
+	return out, nil
 }
 
 func (c *conn) cmdCollStats(req *Request) (bson.D, error) {
