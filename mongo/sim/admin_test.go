@@ -383,3 +383,20 @@ func TestKeyFileRefusedAtStartup(t *testing.T) {
 		}
 	}
 }
+
+// --transitionToAuth: members authenticate with the keyfile, clients need not.
+func TestTransitionToAuth(t *testing.T) {
+	kf := keyFile(t, "c2VjcmV0LWtleS1mb3ItdGhlLXNldA")
+	ms, p := initiated(t, 2, fastSettings, "--keyFile", kf, "--transitionToAuth")
+	c := ms[p].client(t)
+	if _, err := c.Database("app").Collection("x").InsertOne(context.Background(), bson.D{{Key: "a", Value: 1}}); err != nil {
+		t.Fatalf("unauthenticated write under transitionToAuth: %v", err)
+	}
+	sys := ms[p].client(t, "__system:c2VjcmV0LWtleS1mb3ItdGhlLXNldA@", "authSource=local")
+	mustRun(t, sys, bson.D{{Key: "replSetGetStatus", Value: 1}})
+	sec := ms[1-p].client(t).Database("app").Collection("x")
+	waitFor(t, 20*time.Second, "the secondary applies the write", func() bool {
+		n, err := sec.CountDocuments(context.Background(), bson.D{})
+		return err == nil && n == 1
+	})
+}

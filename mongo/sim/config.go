@@ -29,6 +29,9 @@ type Config struct {
 	BindIPAll   bool
 	DBPath      string
 	KeyFile     string
+	// TransitionToAuth is --transitionToAuth: with a keyFile, members still
+	// authenticate to each other but clients need not.
+	TransitionToAuth bool
 	// RelaxPermChecks is --relaxPermChecks (security.relaxPermChecks): a root-owned keyfile may be group-readable.
 	RelaxPermChecks bool
 	ClusterAuth     string
@@ -282,6 +285,8 @@ func (c *Config) set(o option, flag, shown string, val any) error {
 		c.KeyFile = str
 	case "security.relaxPermChecks":
 		c.RelaxPermChecks = truthy
+	case "security.transitionToAuth":
+		c.TransitionToAuth = truthy
 	case "security.clusterAuthMode":
 		switch str {
 		case "keyFile", "sendKeyFile", "sendX509", "x509":
@@ -332,7 +337,7 @@ func (c *Config) set(o option, flag, shown string, val any) error {
 }
 
 func (c *Config) check() error {
-	if c.KeyFile != "" {
+	if c.KeyFile != "" && !c.TransitionToAuth {
 		c.Auth = true // a keyFile implies authorization, as in mongod
 	}
 	// Parameters the simulator knows are checked as mongod checks them; others are accepted.

@@ -211,7 +211,7 @@ var options = []option{
 // acts on; every other accepted option is noted as not modelled.
 var modelled = map[string]bool{
 	"net.port": true, "net.bindIp": true, "net.bindIpAll": true, "storage.dbPath": true, "security.keyFile": true,
-	"security.clusterAuthMode": true, "security.authorization": true, "security.relaxPermChecks": true,
+	"security.clusterAuthMode": true, "security.authorization": true, "security.relaxPermChecks": true, "security.transitionToAuth": true,
 	"net.tls.mode": true, "net.tls.certificateKeyFile": true, "net.tls.CAFile": true,
 	"net.ssl.mode": true, "net.ssl.PEMKeyFile": true, "net.ssl.CAFile": true,
 	"setParameter": true, "replication.replSet": true, "replication.replSetName": true, "replication.oplogSizeMB": true,
