@@ -235,6 +235,9 @@ func (c *Config) set(o option, flag, shown string, val any) error {
 	}
 	if o.kind == optSection && flag == "" {
 		key = shown
+		if path == "setParameter" {
+			val = fmt.Sprint(val) // mongod keeps parameters as strings until each parses its own
+		}
 	}
 	if o.kind == optSection && flag == "setParameter" {
 		s, _ := val.(string)

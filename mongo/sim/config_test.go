@@ -77,6 +77,9 @@ operationProfiling:
 				c.SetParameters["enableLocalhostAuthBypass"] != "false" || !reflect.DeepEqual(c.BindIP, []string{"0.0.0.0", "::"}) {
 				t.Fatalf("%+v", c)
 			}
+			if lookupParsed(c.Parsed, "setParameter.enableLocalhostAuthBypass") != "false" {
+				t.Fatalf("setParameter from YAML in parsed: %#v", c.Parsed["setParameter"])
+			}
 			if len(c.Ignored) != 2 {
 				t.Fatalf("ignored: %v", c.Ignored)
 			}
