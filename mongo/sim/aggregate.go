@@ -1,8 +1,6 @@
 package sim
 
 import (
-	"time"
-
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -64,10 +62,17 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 					return nil, cerr(31253, "%s", err.Error())
 				}
 			}
+		case "$currentOp":
+			if docs, err = c.currentOpStage(req, v); err != nil {
+				return nil, err
+			}
 		case "$collStats":
-			cs := c.collStatsDoc(db, coll)
-			docs = []bson.Raw{mustRaw(bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
-				{Key: "storageStats", Value: cs}, {Key: "count", Value: cs[2].Value}})}
+			spec, _ := v.DocumentOK()
+			cs, e := c.n.collStatsStage(db, coll, spec)
+			if e != nil {
+				return nil, e
+			}
+			docs = []bson.Raw{mustRaw(cs)}
 		case "$count":
 			name, _ := v.StringValueOK()
 			docs = []bson.Raw{mustRaw(bson.D{{Key: name, Value: int32(len(docs))}})}

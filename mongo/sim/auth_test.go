@@ -88,7 +88,7 @@ func TestKeyFileAuthLocalhostExceptionAndRoles(t *testing.T) {
 	// The internal user authenticates with the keyfile; a wrong keyfile does not.
 	sys := ms[p].client(t, "__system:c2VjcmV0LWtleS1mb3ItdGhlLXNldA@", "authSource=local")
 	mustRun(t, sys, bson.D{{Key: "replSetGetConfig", Value: 1}})
-	wrong := newMember(t, "--keyFile", keyFile(t, "another-key-entirely"))
+	wrong := newMember(t, "--keyFile", keyFile(t, "YW5vdGhlci1rZXktZW50aXJlbHk"))
 	pcAuth := ms[p].client(t, "admin:s3cret@")
 	cfg := mustRun(t, pcAuth, bson.D{{Key: "replSetGetConfig", Value: 1}}).Lookup("config").Document()
 	v, _ := cfg.Lookup("version").AsInt64OK()

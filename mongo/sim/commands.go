@@ -3,10 +3,7 @@ package sim
 import (
 	"errors"
 	"fmt"
-	"os"
-	"runtime"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -121,6 +118,16 @@ func init() {
 		// oplog slice: bounded oplog and initial sync by cloning
 		"replSetResizeOplog": {fn: (*conn).cmdReplSetResizeOplog, action: "replSetResizeOplog"},
 		"_simClone":          {fn: (*conn).cmdClone, action: actInternal},
+		// admin slice: server parameters, FCV, introspection (mongod's privilege actions)
+		"setParameter":                   {fn: (*conn).cmdSetParameter, action: "setParameter"},
+		"setFeatureCompatibilityVersion": {fn: (*conn).cmdSetFeatureCompatibilityVersion, action: "setFeatureCompatibilityVersion"},
+		"listCommands":                   {fn: (*conn).cmdListCommands, noAuth: true},
+		"top":                            {fn: (*conn).cmdTop, action: "top"},
+		"validate":                       {fn: (*conn).cmdValidate, class: classRead, action: "validate"},
+		"dbHash":                         {fn: (*conn).cmdDBHash, class: classRead, action: "dbHash"},
+		"dbhash":                         {fn: (*conn).cmdDBHash, class: classRead, action: "dbHash"},
+		"getDiagnosticData":              {fn: (*conn).cmdGetDiagnosticData, action: "serverStatus"},
+		"explain":                        {fn: (*conn).cmdExplain, class: classRead, action: actRead},
 	}
 }
 
@@ -145,6 +152,9 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 		return fail(cerr(352, "Unsupported OP_QUERY command: %s. The client driver may require an upgrade. For more details see https://dochub.mongodb.org/core/legacy-opcode-removal", name))
 	}
 	cmd, ok := commands[name]
+	op := n.metrics.begin(c, req, name, ok)
+	failed := true
+	defer func() { n.metrics.end(op, ok, failed) }()
 	if !ok {
 		return fail(cerr(59, "no such command: '%s'", name))
 	}
@@ -173,6 +183,8 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 		}
 		return fail(ce)
 	}
+	failed = false
+	n.metrics.returnedDocs(out)
 	out = append(out, bson.E{Key: "ok", Value: 1.0})
 	if n.cfg.ReplSet != "" {
 		out = append(out, n.clusterTimeFields()...)
@@ -246,121 +258,6 @@ func (c *conn) cmdWhatsMyURI(*Request) (bson.D, error) {
 	return bson.D{{Key: "you", Value: c.nc.RemoteAddr().String()}}, nil
 }
 
-func (c *conn) cmdBuildInfo(*Request) (bson.D, error) {
-	return bson.D{{Key: "version", Value: Version}, {Key: "gitVersion", Value: GitVersion}, {Key: "modules", Value: bson.A{}},
-		{Key: "allocator", Value: "tcmalloc"}, {Key: "javascriptEngine", Value: "mozjs"}, {Key: "sysInfo", Value: "deprecated"},
-		{Key: "versionArray", Value: bson.A{int32(7), int32(0), int32(14), int32(0)}},
-		{Key: "openssl", Value: bson.D{{Key: "running", Value: "OpenSSL 3.0.2 15 Mar 2022"}, {Key: "compiled", Value: "OpenSSL 3.0.2 15 Mar 2022"}}},
-		{Key: "buildEnvironment", Value: bson.D{{Key: "distmod", Value: "ubuntu2204"}, {Key: "distarch", Value: "x86_64"}, {Key: "target_arch", Value: "x86_64"}}},
-		{Key: "bits", Value: int32(64)}, {Key: "debug", Value: false}, {Key: "maxBsonObjectSize", Value: int32(maxBSONSize)},
-		{Key: "storageEngines", Value: bson.A{"devnull", "wiredTiger"}}}, nil
-}
-
-func (n *Node) parameters() bson.D {
-	p := bson.D{{Key: "featureCompatibilityVersion", Value: bson.D{{Key: "version", Value: "7.0"}}},
-		{Key: "authenticationMechanisms", Value: bson.A{"SCRAM-SHA-1", "SCRAM-SHA-256"}},
-		{Key: "scramIterationCount", Value: int32(10000)}, {Key: "scramSHA256IterationCount", Value: int32(15000)},
-		{Key: "enableLocalhostAuthBypass", Value: true}, {Key: "logLevel", Value: int32(0)},
-		{Key: "replElectionTimeoutOffsetLimitFraction", Value: 0.15}, {Key: "periodicNoopIntervalSecs", Value: int32(10)},
-		{Key: "clusterAuthMode", Value: n.cfg.ClusterAuth}, {Key: "tlsMode", Value: tlsModeOr(n.cfg.TLSMode)}}
-	for k, v := range n.cfg.SetParameters {
-		found := false
-		for i := range p {
-			if p[i].Key == k {
-				p[i].Value, found = v, true
-			}
-		}
-		if !found {
-			p = append(p, bson.E{Key: k, Value: v})
-		}
-	}
-	return p
-}
-
-func tlsModeOr(m string) string {
-	if m == "" {
-		return "disabled"
-	}
-	return m
-}
-
-func (c *conn) cmdGetParameter(req *Request) (bson.D, error) {
-	all := c.n.parameters()
-	v := req.Body.Lookup("getParameter")
-	if s, ok := v.StringValueOK(); ok && s == "*" {
-		return all, nil
-	}
-	if d, ok := v.DocumentOK(); ok {
-		if b, _ := d.Lookup("allParameters").BooleanOK(); b {
-			return all, nil
-		}
-	}
-	var out bson.D
-	elems, _ := req.Body.Elements()
-	for _, e := range elems[1:] {
-		k := e.Key()
-		if strings.HasPrefix(k, "$") || k == "lsid" || k == "comment" {
-			continue
-		}
-		for _, p := range all {
-			if p.Key == k {
-				out = append(out, p)
-			}
-		}
-	}
-	if len(out) == 0 {
-		return nil, cerr(72, "no option found to get")
-	}
-	return out, nil
-}
-
-func (c *conn) cmdGetCmdLineOpts(*Request) (bson.D, error) {
-	return bson.D{{Key: "argv", Value: c.n.cfg.Argv}, {Key: "parsed", Value: c.n.cfg.Parsed}}, nil
-}
-
-func (c *conn) cmdHostInfo(*Request) (bson.D, error) {
-	h, _ := os.Hostname()
-	return bson.D{{Key: "system", Value: bson.D{{Key: "currentTime", Value: bson.NewDateTimeFromTime(time.Now())},
-		{Key: "hostname", Value: h}, {Key: "cpuAddrSize", Value: int32(64)}, {Key: "numCores", Value: int32(runtime.NumCPU())}, {Key: "cpuArch", Value: runtime.GOARCH}}},
-		{Key: "os", Value: bson.D{{Key: "type", Value: "Linux"}}}, {Key: "extra", Value: bson.D{}}}, nil
-}
-
-func (c *conn) cmdGetLog(req *Request) (bson.D, error) {
-	if s, _ := req.Body.Lookup("getLog").StringValueOK(); s == "*" {
-		return bson.D{{Key: "names", Value: bson.A{"global", "startupWarnings"}}}, nil
-	}
-	return bson.D{{Key: "totalLinesWritten", Value: int32(0)}, {Key: "log", Value: bson.A{}}}, nil
-}
-
-func (c *conn) cmdServerStatus(*Request) (bson.D, error) {
-	n := c.n
-	host, _ := os.Hostname()
-	up := time.Since(n.started)
-	n.connMu.Lock()
-	cur, total := n.connCount, n.connTotal
-	n.connMu.Unlock()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	d := bson.D{{Key: "host", Value: fmt.Sprintf("%s:%d", host, n.cfg.Port)}, {Key: "version", Value: Version},
-		{Key: "process", Value: "mongod"}, {Key: "pid", Value: int64(os.Getpid())}, {Key: "uptime", Value: up.Seconds()},
-		{Key: "uptimeMillis", Value: up.Milliseconds()}, {Key: "uptimeEstimate", Value: int64(up.Seconds())},
-		{Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
-		{Key: "connections", Value: bson.D{{Key: "current", Value: int32(cur)}, {Key: "available", Value: int32(838860 - cur)},
-			{Key: "totalCreated", Value: int32(total)}, {Key: "active", Value: int32(1)}, {Key: "awaitingTopologyChanges", Value: int32(0)}}},
-		{Key: "mem", Value: bson.D{{Key: "bits", Value: int32(64)}, {Key: "resident", Value: int32(m.Sys >> 20)}, {Key: "virtual", Value: int32(m.Sys >> 20)}, {Key: "supported", Value: true}}},
-	}
-	if n.cfg.ReplSet != "" {
-		n.mu.Lock()
-		repl := n.helloReplFieldsLocked(true)
-		repl = append(repl, bson.E{Key: "rbid", Value: n.rbid}, bson.E{Key: "userWriteBlockMode", Value: int32(1)})
-		trunc := n.oplogTruncationStatusLocked()
-		n.mu.Unlock()
-		d = append(d, bson.E{Key: "repl", Value: repl}, bson.E{Key: "oplogTruncation", Value: trunc})
-	}
-	d = append(d, bson.E{Key: "storageEngine", Value: bson.D{{Key: "name", Value: "wiredTiger"}, {Key: "supportsCommittedReads", Value: true}, {Key: "persistent", Value: true}}})
-	return d, nil
-}
-
 func (c *conn) cmdConnectionStatus(req *Request) (bson.D, error) {
 	users := bson.A{}
 	roles := bson.A{}
@@ -414,16 +311,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-// cmdCurrentOp reports no operations in progress: the simulator's
-// operations are short and not listed.
-func (c *conn) cmdCurrentOp(*Request) (bson.D, error) {
-	return bson.D{{Key: "inprog", Value: bson.A{}}}, nil
-}
-
-func (c *conn) cmdKillOp(*Request) (bson.D, error) {
-	return bson.D{{Key: "info", Value: "attempting to kill op"}}, nil
 }
 
 // cmdFsync: every write is already fsync'd; lock is not modelled.

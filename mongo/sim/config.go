@@ -8,20 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
-
-	"go.yaml.in/yaml/v3"
 )
-
-// Version is the mongod version the simulator reports (buildInfo,
-// --version, serverStatus); 7.0 is wire version 21, which every supported
-// driver line accepts.
-const Version = "7.0.14"
-
-// GitVersion is reported beside Version so tools that print it find one.
-const GitVersion = "ce59cfc6a3c5e5c067dca0d30697edd68d4f5188"
 
 // Config is mongod's command line (and --config file) as the simulator
 // understands it. Ignored lists what mongod accepts but the simulator
@@ -32,21 +23,26 @@ type Config struct {
 	ServerVersion string
 	ReplSet       string
 	// OplogSizeMB is --oplogSize (replication.oplogSizeMB); 0 means mongod's default.
-	OplogSizeMB    int
-	Port           int
-	BindIP         []string
-	BindIPAll      bool
-	DBPath         string
-	KeyFile        string
-	ClusterAuth    string
-	Auth           bool
-	TLSMode        string
-	TLSCertKeyFile string
-	TLSCAFile      string
-	SetParameters  map[string]string
-	ConfigFile     string
-	ShowVersion    bool
-	ShowHelp       bool
+	OplogSizeMB int
+	Port        int
+	BindIP      []string
+	BindIPAll   bool
+	DBPath      string
+	KeyFile     string
+	// TransitionToAuth is --transitionToAuth: with a keyFile, members still
+	// authenticate to each other but clients need not.
+	TransitionToAuth bool
+	// RelaxPermChecks is --relaxPermChecks (security.relaxPermChecks): a root-owned keyfile may be group-readable.
+	RelaxPermChecks bool
+	ClusterAuth     string
+	Auth            bool
+	TLSMode         string
+	TLSCertKeyFile  string
+	TLSCAFile       string
+	SetParameters   map[string]string
+	ConfigFile      string
+	ShowVersion     bool
+	ShowHelp        bool
 	// LogPath/LogAppend send the log to a file as mongod does (stdout otherwise).
 	LogPath   string
 	LogAppend bool
@@ -73,44 +69,6 @@ func (e *OptionError) Error() string { return e.Msg }
 // Unwrap lets callers test errors.Is(err, ErrBadOptions).
 func (e *OptionError) Unwrap() error { return ErrBadOptions }
 
-type flagKind int
-
-const (
-	kindValue flagKind = iota
-	kindBool
-	kindIgnoredValue
-	kindIgnoredBool
-)
-
-// flags mongod knows, by name, with whether they take a value. Ignored
-// kinds are accepted and reported as not modelled.
-var knownFlags = map[string]flagKind{
-	"replSet": kindValue, "port": kindValue, "bind_ip": kindValue, "bind_ip_all": kindBool,
-	"dbpath": kindValue, "keyFile": kindValue, "clusterAuthMode": kindValue, "auth": kindBool,
-	"noauth": kindBool, "tlsMode": kindValue, "tlsCertificateKeyFile": kindValue, "tlsCAFile": kindValue,
-	"setParameter": kindValue, "config": kindValue, "f": kindValue, "version": kindBool, "help": kindBool, "h": kindBool,
-	// Accepted, not modelled.
-	"tlsCertificateKeyFilePassword": kindIgnoredValue, "tlsClusterFile": kindIgnoredValue,
-	"tlsClusterPassword": kindIgnoredValue, "tlsCRLFile": kindIgnoredValue, "tlsAllowInvalidCertificates": kindIgnoredBool,
-	"tlsAllowInvalidHostnames": kindIgnoredBool, "tlsAllowConnectionsWithoutCertificates": kindIgnoredBool,
-	"tlsDisabledProtocols": kindIgnoredValue, "tlsClusterCAFile": kindIgnoredValue, "sslMode": kindIgnoredValue,
-	"sslPEMKeyFile": kindIgnoredValue, "sslCAFile": kindIgnoredValue,
-	"storageEngine": kindIgnoredValue, "wiredTigerCacheSizeGB": kindIgnoredValue, "wiredTigerJournalCompressor": kindIgnoredValue,
-	"wiredTigerCollectionBlockCompressor": kindIgnoredValue, "wiredTigerIndexPrefixCompression": kindIgnoredValue,
-	"wiredTigerDirectoryForIndexes": kindIgnoredBool, "directoryperdb": kindIgnoredBool, "journal": kindIgnoredBool,
-	"nojournal": kindIgnoredBool, "enableEncryption": kindIgnoredBool, "encryptionKeyFile": kindIgnoredValue,
-	"encryptionCipherMode": kindIgnoredValue, "oplogSize": kindValue, "logpath": kindValue,
-	"logappend": kindBool, "quiet": kindIgnoredBool, "verbose": kindIgnoredBool, "v": kindIgnoredBool,
-	"vv": kindIgnoredBool, "vvv": kindIgnoredBool, "fork": kindBool, "shutdown": kindBool, "pidfilepath": kindIgnoredValue,
-	"timeZoneInfo": kindIgnoredValue, "ipv6": kindIgnoredBool, "maxConns": kindIgnoredValue,
-	"unixSocketPrefix": kindIgnoredValue, "nounixsocket": kindIgnoredBool, "filePermissions": kindIgnoredValue,
-	"slowms": kindIgnoredValue, "slowOpSampleRate": kindIgnoredValue, "profile": kindIgnoredValue,
-	"syslog": kindIgnoredBool, "syslogFacility": kindIgnoredValue, "networkMessageCompressors": kindIgnoredValue,
-	"transitionToAuth": kindIgnoredBool, "enableMajorityReadConcern": kindIgnoredValue,
-	"upgrade": kindIgnoredBool, "repair": kindIgnoredBool, "shardsvr": kindIgnoredBool, "auditDestination": kindIgnoredValue,
-	"clusterIpSourceAllowlist": kindIgnoredValue, "outputConfig": kindIgnoredBool,
-}
-
 // DefaultConfig is mongod's defaults: port 27017, bound to localhost only,
 // dbpath /data/db.
 func DefaultConfig() Config {
@@ -118,13 +76,23 @@ func DefaultConfig() Config {
 		SetParameters: map[string]string{}, Parsed: map[string]any{}}
 }
 
-// ParseArgs parses mongod's command line (args without the program name),
-// in both --flag value and --flag=value forms, then the --config YAML
-// file if one is named; command-line values win as in mongod.
-func ParseArgs(args []string) (Config, error) {
+// ParseArgs parses mongod's command line as the default release does.
+func ParseArgs(args []string) (Config, error) { return ParseArgsAs(Version, args) }
+
+// ParseArgsAs parses mongod's command line (args without the program name)
+// as the given release does, in both --flag value and --flag=value forms,
+// then the --config YAML file if one is named; command-line values win as
+// in mongod. An option the release does not know is refused.
+func ParseArgsAs(version string, args []string) (Config, error) {
 	c := DefaultConfig()
+	c.ServerVersion = version
+	mm := c.MajorMinor()
 	c.Argv = append([]string{"mongod"}, args...)
-	type setting struct{ name, val string }
+	type setting struct {
+		o    option
+		name string
+		val  any
+	}
 	var set []setting
 	for i := 0; i < len(args); i++ {
 		a := args[i]
@@ -136,12 +104,44 @@ func ParseArgs(args []string) (Config, error) {
 		if k := strings.IndexByte(name, '='); k >= 0 {
 			name, val, hasVal = name[:k], name[k+1:], true
 		}
-		kind, ok := knownFlags[name]
+		o, ok := optionByFlag(name, mm)
 		if !ok {
 			return c, &OptionError{fmt.Sprintf("Error parsing command line: unrecognised option '%s'\ntry 'mongod --help' for more information", a)}
 		}
-		switch kind {
-		case kindValue, kindIgnoredValue:
+		invalid := func() error {
+			return &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--%s' is invalid\ntry 'mongod --help' for more information", val, name)}
+		}
+		var typed any
+		switch {
+		case o.yaml == "systemLog.verbosity":
+			// -vvv is level 3; --verbose alone 1, --verbose=vv 2
+			typed = len(name)
+			if name == "verbose" {
+				typed = 1
+				if hasVal {
+					if strings.Trim(val, "v") != "" {
+						return c, invalid()
+					}
+					typed = len(val)
+				}
+			}
+		case o.kind == optSwitch || o.kind == optBool:
+			b := true
+			if o.kind == optBool && !hasVal && i+1 < len(args) && !strings.HasPrefix(args[i+1], "-") {
+				i++
+				val, hasVal = args[i], true
+			}
+			if hasVal {
+				switch val {
+				case "true", "1":
+				case "false", "0":
+					b = false
+				default:
+					return c, invalid()
+				}
+			}
+			typed = b
+		default:
 			if !hasVal {
 				if i+1 >= len(args) {
 					return c, &OptionError{fmt.Sprintf("Error parsing command line: the required argument for option '--%s' is missing\ntry 'mongod --help' for more information", name)}
@@ -149,23 +149,24 @@ func ParseArgs(args []string) (Config, error) {
 				i++
 				val = args[i]
 			}
-		case kindBool, kindIgnoredBool:
-			if hasVal && val != "true" && val != "false" && val != "1" && val != "0" {
-				return c, &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--%s' is invalid\ntry 'mongod --help' for more information", val, name)}
-			}
-			if !hasVal {
-				val = "true"
+			var err error
+			if typed, err = typedValue(o.kind, val); err != nil {
+				return c, invalid()
 			}
 		}
-		if kind == kindIgnoredValue || kind == kindIgnoredBool {
-			c.Ignored = append(c.Ignored, "--"+name)
+		if o.secret { // getCmdLineOpts' argv hides it too
+			if hasVal {
+				c.Argv[i+1] = strings.SplitN(args[i], "=", 2)[0] + "=<password>"
+			} else {
+				c.Argv[i+1] = "<password>"
+			}
 		}
-		set = append(set, setting{name, val})
+		set = append(set, setting{o, name, typed})
 	}
 	// --config first so the command line overrides it.
-	for _, s := range set {
-		if s.name == "config" || s.name == "f" {
-			c.ConfigFile = s.val
+	for _, st := range set {
+		if st.name == "config" || st.name == "f" {
+			c.ConfigFile = st.val.(string)
 		}
 	}
 	if c.ConfigFile != "" {
@@ -173,8 +174,8 @@ func ParseArgs(args []string) (Config, error) {
 			return c, err
 		}
 	}
-	for _, s := range set {
-		if err := c.apply(s.name, s.val); err != nil {
+	for _, st := range set {
+		if err := c.set(st.o, st.name, "--"+st.name, st.val); err != nil {
 			return c, err
 		}
 	}
@@ -182,96 +183,154 @@ func ParseArgs(args []string) (Config, error) {
 	return c, c.check()
 }
 
-func (c *Config) apply(name, val string) error {
-	truthy := val == "true" || val == "1"
-	switch name {
-	case "replSet":
-		c.ReplSet = val
-		// mongod accepts "name/seed1,seed2"; the seeds only feed the default initiate config.
-		if k := strings.IndexByte(val, '/'); k >= 0 {
-			c.ReplSet = val[:k]
+// typedValue converts a command-line value to the type getCmdLineOpts shows.
+func typedValue(kind optKind, val string) (any, error) {
+	switch kind {
+	case optInt:
+		return strconv.Atoi(val)
+	case optDouble:
+		return strconv.ParseFloat(val, 64)
+	case optStrings:
+		var out []string
+		for _, p := range strings.Split(val, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
 		}
-		setParsed(c.Parsed, "replication.replSet", val)
-	case "oplogSize":
-		mb, err := strconv.Atoi(val)
-		if err != nil || mb < 0 {
-			return &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--oplogSize' is invalid\ntry 'mongod --help' for more information", val)}
+		return out, nil
+	}
+	return val, nil
+}
+
+// switchValues are what a command-line switch means in its YAML setting.
+var switchValues = map[string]any{
+	"auth": "enabled", "noauth": "disabled", "nounixsocket": false, "noscripting": false,
+	"nojournal": false, "configsvr": "configsvr", "shardsvr": "shardsvr", "syslog": "syslog",
+}
+
+// profileModes are --profile's levels as operationProfiling.mode names them.
+var profileModes = map[int]string{0: "off", 1: "slowOp", 2: "all"}
+
+// set records one option in getCmdLineOpts' parsed document and applies
+// what the simulator models. flag is the command-line name ("" from the
+// config file), shown is how the log names the option.
+func (c *Config) set(o option, flag, shown string, val any) error {
+	if v, ok := switchValues[flag]; ok && val == true {
+		val = v
+	}
+	if flag == "profile" {
+		mode, ok := profileModes[val.(int)]
+		if !ok {
+			return &OptionError{fmt.Sprintf("Bad value for parameter \"operationProfiling.mode\": %v", val)}
+		}
+		val = mode
+	}
+	path := o.yaml
+	if path == "" {
+		path = o.flag
+	}
+	key := path
+	if !modelled[path] && !modelled[flag] && !slices.Contains(c.Ignored, shown) {
+		c.Ignored = append(c.Ignored, shown)
+	}
+	if o.kind == optSection && flag == "" {
+		key = shown
+		if path == "setParameter" {
+			val = fmt.Sprint(val) // mongod keeps parameters as strings until each parses its own
+		}
+	}
+	if o.kind == optSection && flag == "setParameter" {
+		s, _ := val.(string)
+		k := strings.IndexByte(s, '=')
+		if k <= 0 {
+			return &OptionError{fmt.Sprintf("Illegal --setParameter parameter: \"%s\"", s)}
+		}
+		key, val = "setParameter."+s[:k], s[k+1:]
+	}
+	if o.secret {
+		setParsed(c.Parsed, key, "<password>")
+	} else if path != "help" && path != "h" && path != "version" && path != "shutdown" {
+		setParsed(c.Parsed, key, val)
+	}
+	str := fmt.Sprint(val)
+	truthy := val == true
+	switch path {
+	case "replication.replSet", "replication.replSetName":
+		c.ReplSet = str
+		// mongod accepts "name/seed1,seed2"; the seeds only feed the default initiate config.
+		if k := strings.IndexByte(str, '/'); k >= 0 {
+			c.ReplSet = str[:k]
+		}
+	case "replication.oplogSizeMB":
+		mb, ok := val.(int)
+		if !ok || mb < 0 {
+			return &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--oplogSize' is invalid\ntry 'mongod --help' for more information", str)}
 		}
 		c.OplogSizeMB = mb
-		setParsed(c.Parsed, "replication.oplogSizeMB", mb)
-	case "port":
-		p, err := strconv.Atoi(val)
-		if err != nil || p < 0 || p > 65535 {
-			return &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--port' is invalid\ntry 'mongod --help' for more information", val)}
+	case "net.port":
+		p, ok := val.(int)
+		if !ok || p < 0 || p > 65535 {
+			return &OptionError{fmt.Sprintf("Error parsing command line: the argument ('%s') for option '--port' is invalid\ntry 'mongod --help' for more information", str)}
 		}
 		c.Port = p
-		setParsed(c.Parsed, "net.port", p)
-	case "bind_ip":
+	case "net.bindIp":
 		c.BindIP = nil
-		for _, h := range strings.Split(val, ",") {
+		for _, h := range strings.Split(str, ",") {
 			if h = strings.TrimSpace(h); h != "" {
 				c.BindIP = append(c.BindIP, h)
 			}
 		}
-		setParsed(c.Parsed, "net.bindIp", val)
-	case "bind_ip_all":
+	case "net.bindIpAll":
 		c.BindIPAll = truthy
-		setParsed(c.Parsed, "net.bindIpAll", truthy)
-	case "dbpath":
-		c.DBPath = val
-		setParsed(c.Parsed, "storage.dbPath", val)
-	case "keyFile":
-		c.KeyFile = val
-		setParsed(c.Parsed, "security.keyFile", val)
-	case "clusterAuthMode":
-		switch val {
+	case "storage.dbPath":
+		c.DBPath = str
+	case "security.keyFile":
+		c.KeyFile = str
+	case "security.relaxPermChecks":
+		c.RelaxPermChecks = truthy
+	case "security.transitionToAuth":
+		c.TransitionToAuth = truthy
+	case "security.clusterAuthMode":
+		switch str {
 		case "keyFile", "sendKeyFile", "sendX509", "x509":
 		default:
-			return &OptionError{fmt.Sprintf("Bad value for parameter \"net.clusterAuthMode\": Invalid clusterAuthMode: %s", val)}
+			return &OptionError{fmt.Sprintf("Bad value for parameter \"net.clusterAuthMode\": Invalid clusterAuthMode: %s", str)}
 		}
-		c.ClusterAuth = val
-		setParsed(c.Parsed, "security.clusterAuthMode", val)
-	case "auth":
-		c.Auth = truthy
-		setParsed(c.Parsed, "security.authorization", "enabled")
-	case "noauth":
-		c.Auth = false
-		setParsed(c.Parsed, "security.authorization", "disabled")
-	case "tlsMode", "sslMode":
-		switch val {
+		c.ClusterAuth = str
+	case "security.authorization":
+		if str != "enabled" && str != "disabled" {
+			return &OptionError{fmt.Sprintf("Bad value for parameter \"security.authorization\": %s", str)}
+		}
+		c.Auth = str == "enabled"
+	case "net.tls.mode", "net.ssl.mode":
+		switch str {
 		case "disabled", "allowTLS", "preferTLS", "requireTLS", "allowSSL", "preferSSL", "requireSSL":
 		default:
-			return &OptionError{fmt.Sprintf("Error parsing command line:  Unsupported value for tlsMode %s", val)}
+			return &OptionError{fmt.Sprintf("Error parsing command line:  Unsupported value for tlsMode %s", str)}
 		}
-		c.TLSMode = strings.Replace(val, "SSL", "TLS", 1)
-		setParsed(c.Parsed, "net.tls.mode", c.TLSMode)
-	case "tlsCertificateKeyFile", "sslPEMKeyFile":
-		c.TLSCertKeyFile = val
-		setParsed(c.Parsed, "net.tls.certificateKeyFile", val)
-	case "tlsCAFile", "sslCAFile":
-		c.TLSCAFile = val
-		setParsed(c.Parsed, "net.tls.CAFile", val)
+		c.TLSMode = strings.Replace(str, "SSL", "TLS", 1)
+		setParsed(c.Parsed, key, c.TLSMode)
+	case "net.tls.certificateKeyFile", "net.ssl.PEMKeyFile":
+		c.TLSCertKeyFile = str
+	case "net.tls.CAFile", "net.ssl.CAFile":
+		c.TLSCAFile = str
 	case "setParameter":
-		k := strings.IndexByte(val, '=')
-		if k <= 0 {
-			return &OptionError{fmt.Sprintf("Illegal --setParameter parameter: \"%s\"", val)}
+		c.SetParameters[strings.TrimPrefix(key, "setParameter.")] = fmt.Sprint(val)
+	case "systemLog.path":
+		c.LogPath = str
+		if flag != "" {
+			setParsed(c.Parsed, "systemLog.destination", "file")
 		}
-		c.SetParameters[val[:k]] = val[k+1:]
-		setParsed(c.Parsed, "setParameter."+val[:k], val[k+1:])
-	case "config", "f":
-		setParsed(c.Parsed, "config", val)
+	case "systemLog.destination":
+		if str != "file" && !slices.Contains(c.Ignored, shown) {
+			c.Ignored = append(c.Ignored, shown) // syslog: the log stays on stdout
+		}
+	case "systemLog.logAppend":
+		c.LogAppend = truthy
+	case "processManagement.fork":
+		c.Fork = truthy
 	case "version":
 		c.ShowVersion = truthy
-	case "logpath":
-		c.LogPath = val
-		setParsed(c.Parsed, "systemLog.path", val)
-		setParsed(c.Parsed, "systemLog.destination", "file")
-	case "logappend":
-		c.LogAppend = truthy
-		setParsed(c.Parsed, "systemLog.logAppend", truthy)
-	case "fork":
-		c.Fork = truthy
-		setParsed(c.Parsed, "processManagement.fork", truthy)
 	case "shutdown":
 		c.Shutdown = truthy
 	case "help", "h":
@@ -281,15 +340,25 @@ func (c *Config) apply(name, val string) error {
 }
 
 func (c *Config) check() error {
-	if c.KeyFile != "" {
+	if c.KeyFile != "" && !c.TransitionToAuth {
 		c.Auth = true // a keyFile implies authorization, as in mongod
-		st, err := os.Stat(c.KeyFile)
-		if err != nil {
-			return &OptionError{fmt.Sprintf("error getting file %s: %s", c.KeyFile, errText(err))}
+	}
+	// Parameters the simulator knows are checked as mongod checks them; others are accepted.
+	defs := serverParameters(*c)
+	for _, k := range sortedKeys(c.SetParameters) {
+		def, known := defs[k]
+		if !known {
+			continue
 		}
-		if st.Mode().Perm()&0o077 != 0 {
-			return &OptionError{fmt.Sprintf("permissions on %s are too open", c.KeyFile)}
+		if !def.atStartup {
+			return &OptionError{fmt.Sprintf("BadValue: Cannot use --setParameter to set \"%s\" at startup", k)}
 		}
+		if _, err := convertParam(def.value, c.SetParameters[k]); err != nil {
+			return &OptionError{fmt.Sprintf("BadValue: Bad value for parameter \"%s\": %s", k, c.SetParameters[k])}
+		}
+	}
+	if dest, _ := c.Parsed["systemLog"].(map[string]any); dest != nil && dest["destination"] == "file" && c.LogPath == "" {
+		return &OptionError{"BadValue: systemLog.path is required if systemLog.destination is to a file"}
 	}
 	if c.Fork && c.LogPath == "" {
 		return &OptionError{"BadValue: --fork has to be used with --logpath or --syslog"}
@@ -319,135 +388,4 @@ func setParsed(m map[string]any, dotted string, v any) {
 		m = sub
 	}
 	m[parts[len(parts)-1]] = v
-}
-
-// yamlKeys maps mongod's config-file options onto command-line flags.
-var yamlKeys = map[string]string{
-	"net.port": "port", "net.bindIp": "bind_ip", "net.bindIpAll": "bind_ip_all",
-	"storage.dbPath": "dbpath", "replication.replSetName": "replSet", "replication.oplogSizeMB": "oplogSize", "replication.replSet": "replSet",
-	"security.keyFile": "keyFile", "security.clusterAuthMode": "clusterAuthMode",
-	"net.tls.mode": "tlsMode", "net.tls.certificateKeyFile": "tlsCertificateKeyFile", "net.tls.CAFile": "tlsCAFile",
-	"systemLog.path": "logpath", "systemLog.logAppend": "logappend", "processManagement.fork": "fork",
-	"net.ssl.mode": "sslMode", "net.ssl.PEMKeyFile": "sslPEMKeyFile", "net.ssl.CAFile": "sslCAFile",
-}
-
-// yamlIgnoredPrefixes are config sections mongod knows and the simulator
-// does not model.
-var yamlIgnoredPrefixes = []string{"storage.", "systemLog.", "processManagement.", "operationProfiling.",
-	"net.tls.", "net.ssl.", "net.compression.", "net.maxIncomingConnections", "net.unixDomainSocket.",
-	"net.ipv6", "security.enableEncryption", "security.encryption", "security.javascriptEnabled",
-	"security.transitionToAuth", "security.clusterIpSourceAllowlist", "replication.oplogSizeMB",
-	"replication.enableMajorityReadConcern", "sharding.", "auditLog.", "cloud.", "net.serviceExecutor"}
-
-func (c *Config) loadYAML(path string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return &OptionError{fmt.Sprintf("Error reading config file: %s", errText(err))}
-	}
-	var root map[string]any
-	if err := yaml.Unmarshal(data, &root); err != nil {
-		return &OptionError{fmt.Sprintf("Error parsing YAML config file: %v", err)}
-	}
-	flat := map[string]any{}
-	flatten("", root, flat)
-	keys := make([]string, 0, len(flat))
-	for k := range flat {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		v := flat[k]
-		sval := fmt.Sprint(v)
-		if strings.HasPrefix(k, "setParameter.") {
-			if err := c.apply("setParameter", strings.TrimPrefix(k, "setParameter.")+"="+sval); err != nil {
-				return err
-			}
-			continue
-		}
-		if k == "security.authorization" {
-			if sval != "enabled" && sval != "disabled" {
-				return &OptionError{fmt.Sprintf("Bad value for parameter \"security.authorization\": %s", sval)}
-			}
-			c.Auth = sval == "enabled"
-			setParsed(c.Parsed, k, sval)
-			continue
-		}
-		if flag, ok := yamlKeys[k]; ok {
-			if list, ok := v.([]any); ok && flag == "bind_ip" {
-				parts := make([]string, len(list))
-				for i, x := range list {
-					parts[i] = fmt.Sprint(x)
-				}
-				sval = strings.Join(parts, ",")
-			}
-			if err := c.apply(flag, sval); err != nil {
-				return err
-			}
-			continue
-		}
-		ignored := false
-		for _, p := range yamlIgnoredPrefixes {
-			if strings.HasPrefix(k, p) || k == strings.TrimSuffix(p, ".") {
-				ignored = true
-				break
-			}
-		}
-		if !ignored {
-			return &OptionError{fmt.Sprintf("Error parsing YAML config file: Unrecognized option: %s", k)}
-		}
-		c.Ignored = append(c.Ignored, k)
-		setParsed(c.Parsed, k, v)
-	}
-	return nil
-}
-
-func flatten(prefix string, m map[string]any, out map[string]any) {
-	for k, v := range m {
-		key := k
-		if prefix != "" {
-			key = prefix + "." + k
-		}
-		sub, isMap := v.(map[string]any)
-		switch {
-		case isMap && key == "setParameter":
-			for sk, sv := range sub {
-				out["setParameter."+sk] = sv
-			}
-		case isMap:
-			flatten(key, sub, out)
-		default:
-			out[key] = v
-		}
-	}
-}
-
-// VersionText is what `mongod --version` prints.
-func VersionText() string {
-	return fmt.Sprintf(`db version v%s
-Build Info: {
-    "version": "%s",
-    "gitVersion": "%s",
-    "openSSLVersion": "OpenSSL 3.0.2 15 Mar 2022",
-    "modules": [],
-    "allocator": "tcmalloc",
-    "environment": {
-        "distmod": "ubuntu2204",
-        "distarch": "x86_64",
-        "target_arch": "x86_64"
-    }
-}
-`, Version, Version, GitVersion)
-}
-
-// MajorMinor is the "8.0" of ServerVersion, the form featureCompatibilityVersion takes.
-func (c Config) MajorMinor() string {
-	v := c.ServerVersion
-	if v == "" {
-		v = Version
-	}
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 {
-		return v
-	}
-	return parts[0] + "." + parts[1]
 }

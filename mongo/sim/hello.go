@@ -77,7 +77,7 @@ func (c *conn) cmdHello(req *Request) (bson.D, error) {
 		{Key: "maxBsonObjectSize", Value: int32(maxBSONSize)}, {Key: "maxMessageSizeBytes", Value: int32(maxMessageSize)},
 		{Key: "maxWriteBatchSize", Value: int32(maxWriteBatchSize)}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
 		{Key: "logicalSessionTimeoutMinutes", Value: int32(30)}, {Key: "connectionId", Value: int32(c.id)},
-		{Key: "minWireVersion", Value: int32(0)}, {Key: "maxWireVersion", Value: int32(21)}, {Key: "readOnly", Value: false},
+		{Key: "minWireVersion", Value: int32(0)}, {Key: "maxWireVersion", Value: n.cfg.MaxWireVersion()}, {Key: "readOnly", Value: false},
 	}...)
 	if s, ok := body.Lookup("saslSupportedMechs").StringValueOK(); ok {
 		if mechs := n.userMechanisms(s); mechs != nil {

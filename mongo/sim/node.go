@@ -10,7 +10,6 @@ import (
 	"os"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +42,8 @@ type Node struct {
 	log       zerolog.Logger
 	processID bson.ObjectID
 	started   time.Time
+	metrics   *serverMetrics
+	params    *paramStore
 	store     *Store
 	keyFile   string // internal-auth key (trimmed), empty without --keyFile
 	tlsConf   *tls.Config
@@ -129,18 +130,14 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: log, processID: bson.NewObjectID(), started: time.Now(), topoCh: make(chan struct{}),
 		self: -1, primary: -1, votedFor: -1, peers: map[string]*peerState{}, data: NewData(), committed: NewData(),
 		oplogCh: make(chan struct{}), conns: map[*conn]struct{}{}, quit: make(chan struct{}), done: make(chan struct{}),
-		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30)}
+		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30), metrics: newServerMetrics(), params: newParamStore(cfg)}
 	n.cursors.m = map[int64]*cursor{}
 	if cfg.KeyFile != "" {
-		b, err := os.ReadFile(cfg.KeyFile)
+		keys, err := loadKeyFile(cfg.KeyFile, cfg.RelaxPermChecks)
 		if err != nil {
-			return nil, &OptionError{fmt.Sprintf("error getting file %s: %s", cfg.KeyFile, errText(err))}
+			return nil, err
 		}
-		key := strings.Join(strings.Fields(string(b)), "")
-		if len(key) < 6 || len(key) > 1024 {
-			return nil, &OptionError{fmt.Sprintf(" security key in %s has length %d, must be between 6 and 1024 chars", cfg.KeyFile, len(key))}
-		}
-		n.keyFile = key
+		n.keyFile = keys[0] // the first key authenticates outgoing connections
 	}
 	if cfg.TLSMode == "requireTLS" || cfg.TLSMode == "preferTLS" || cfg.TLSMode == "allowTLS" {
 		cert, err := tls.LoadX509KeyPair(cfg.TLSCertKeyFile, cfg.TLSCertKeyFile)
@@ -155,6 +152,10 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 	}
 	n.store = st
 	if err := n.load(); err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	if err := n.checkFCV(); err != nil {
 		_ = st.Close()
 		return nil, err
 	}
@@ -196,11 +197,14 @@ func (n *Node) Run(ctx context.Context) error {
 	n.logI("CONTROL", 4615611, "MongoDB starting", func(e *zerolog.Event) {
 		e.Int("pid", os.Getpid()).Int("port", n.cfg.Port).Str("dbPath", n.cfg.DBPath).Str("architecture", "64-bit")
 	})
-	if len(n.cfg.Ignored) > 0 {
-		n.logI("CONTROL", 21951, "Options set by command line or config file that the simulator does not model are ignored", func(e *zerolog.Event) {
-			e.Strs("ignored", n.cfg.Ignored)
-		})
-	}
+	// mongod's line 21951, plus the options accepted but not modelled (secrets are "<password>").
+	n.logI("CONTROL", 21951, "Options set by command line", func(e *zerolog.Event) {
+		e.Interface("options", n.cfg.Parsed)
+		if len(n.cfg.Ignored) > 0 {
+			e.Strs("notModelledBySimulator", n.cfg.Ignored)
+		}
+	})
+	n.startupWarnings()
 	if n.rs != nil && n.cfg.ReplSet == "" {
 		n.logS("W", "REPL", 21558, "Document(s) exist in 'system.replset', but started without --replSet. Database contents may appear inconsistent with the writes that were visible when this node was running as part of a replica set.", nil)
 		n.rs = nil
@@ -436,7 +440,7 @@ var codeNames = map[int32]string{
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
 	20: "IllegalOperation", 27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
 	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
-	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024",
+	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024", 96: "OperationFailed",
 }
 
 func codeName(c int32) string {
@@ -552,6 +556,8 @@ func (n *Node) serveConn(nc net.Conn) {
 			}
 			return
 		}
+		n.metrics.bytesIn.Add(int64(len(msg)))
+		n.metrics.requests.Add(1)
 		req, err := ParseMessage(msg)
 		if err != nil {
 			n.logI("NETWORK", 22989, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
@@ -580,6 +586,7 @@ func (n *Node) serveConn(nc net.Conn) {
 		if _, err := nc.Write(out); err != nil {
 			return
 		}
+		n.metrics.bytesOut.Add(int64(len(out)))
 		if closeAfter {
 			return
 		}

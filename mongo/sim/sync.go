@@ -384,6 +384,7 @@ func (n *Node) applyBatch(r bson.Raw) {
 		for _, e := range fresh {
 			n.oplog = append(n.oplog, e)
 			n.data.Apply(e)
+			n.metrics.applied(e)
 			n.applied = e.OpTime()
 			if n.lastTS.T < e.TS.T || n.lastTS.T == e.TS.T && n.lastTS.I < e.TS.I {
 				n.lastTS = e.TS

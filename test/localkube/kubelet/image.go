@@ -24,7 +24,12 @@ type Image struct {
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`
 	WorkingDir string   `json:"workingDir,omitempty"`
-	Env        []struct {
+	// Versions, for an image whose tags name a release, maps each release line
+	// ("8.0") to its newest release ("8.0.4"): a container gets MONGO_MAJOR and
+	// MONGO_VERSION for its tag, as the official mongo images set them, and a tag of
+	// a release not listed fails to pull (ErrImagePull).
+	Versions map[string]string `json:"versions,omitempty"`
+	Env      []struct {
 		Name  string `json:"name"`
 		Value string `json:"value"`
 	} `json:"env,omitempty"`

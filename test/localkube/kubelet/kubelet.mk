@@ -26,7 +26,7 @@ kubelet-mongosh:
 
 # Pure unit tests only (no root, no control plane).
 kubelet-unit:
-	go test -count=1 -run 'TestExpand|TestContainerEnv|TestCommandLine|TestDecide|TestCrashBackoff|TestComputeStatus|TestCondition|TestRender|TestImageTable|TestIPAM|TestLogRendering|TestResolveIn|TestResolveIdentity|TestProbeCounter|TestKeyFiles|TestPodProcessesAndKillAll|TestServiceLinkEnv|TestDecideSidecars' ./test/localkube/kubelet
+	go test -count=1 -run 'TestExpand|TestContainerEnv|TestCommandLine|TestDecide|TestCrashBackoff|TestComputeStatus|TestCondition|TestRender|TestImageTable|TestIPAM|TestLogRendering|TestResolveIn|TestResolveIdentity|TestProbeCounter|TestKeyFiles|TestPodProcessesAndKillAll|TestServiceLinkEnv|TestDecideSidecars|TestProbeOutput|TestImageVersion' ./test/localkube/kubelet
 
 # Everything, as root, against etcd and kube-apiserver from LOCALKUBE_BINS.
 kubelet-test: kubelet-images kubelet-mongosh

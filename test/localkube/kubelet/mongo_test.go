@@ -49,6 +49,11 @@ func TestMongoImage(t *testing.T) {
 	if err != nil || out != "999\n999\n" {
 		t.Fatalf("user and files: %q %v", out, err)
 	}
+	// mongo:7.0 holds the 7.0 line's release, as the image's MONGO_VERSION says.
+	out, err = e.exec(t, p.Name, "mongod", []string{"/bin/sh", "-c", "echo $MONGO_MAJOR $MONGO_VERSION; mongod --version | head -1"})
+	if err != nil || out != "7.0 7.0.14\ndb version v7.0.14\n" {
+		t.Fatalf("image version: %q %v", out, err)
+	}
 	if e.cfg.MongoshDir == "" {
 		t.Log("MONGOSH_DIR unset: mongosh not checked")
 		return

@@ -244,7 +244,7 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		if x == nil || x.obs.Running || x.obs.Current == nil {
 			continue
 		}
-		if x.obs.WaitReason == "CreateContainerConfigError" {
+		if retriedEachPass(x.obs.WaitReason) {
 			continue
 		}
 		policy := pod.Spec.RestartPolicy
@@ -334,7 +334,7 @@ func (w *podWorker) anyRunning() bool {
 func (w *podWorker) observedMap() map[string]*observed {
 	m := map[string]*observed{}
 	for name, c := range w.ctrs {
-		if c.obs.WaitReason == "CreateContainerConfigError" {
+		if retriedEachPass(c.obs.WaitReason) {
 			continue // retried on every pass, like a kubelet
 		}
 		m[name] = &c.obs
@@ -529,6 +529,22 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 		x.obs.WaitReason, x.obs.WaitMessage = "CreateContainerConfigError", cfgErr.Error()
 		return
 	}
+	var pullErr *pullError
+	if errors.As(err, &pullErr) {
+		// The first failure is ErrImagePull; later passes back off, as a kubelet does.
+		if retriedEachPass(x.obs.WaitReason) && x.obs.WaitReason != "CreateContainerConfigError" {
+			msg := fmt.Sprintf("Back-off pulling image %q", c.Image)
+			if x.obs.WaitReason != "ImagePullBackOff" {
+				w.k.events.Eventf(pod, corev1.EventTypeNormal, "BackOff", "%s", msg)
+			}
+			x.obs.WaitReason, x.obs.WaitMessage = "ImagePullBackOff", msg
+			return
+		}
+		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Failed to pull image %q: %s", c.Image, pullErr.Error())
+		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed", "Error: ErrImagePull")
+		x.obs.WaitReason, x.obs.WaitMessage = "ErrImagePull", pullErr.Error()
+		return
+	}
 	if err != nil {
 		x.obs.WaitReason, x.obs.WaitMessage = "CreateContainerError", err.Error()
 		w.log.Warn().Err(err).Str("container", name).Msg("prepare container")
@@ -606,6 +622,13 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 	if img != nil {
 		for _, e := range img.Env {
 			imgEnv = append(imgEnv, envVar{e.Name, e.Value})
+		}
+		if len(img.Versions) > 0 {
+			v, err := imageVersion(c.Image, img.Versions)
+			if err != nil {
+				return launch{}, err
+			}
+			imgEnv = append(imgEnv, versionEnv(v)...)
 		}
 	}
 	if len(imgEnv) == 0 || !hasEnv(imgEnv, "PATH") {
@@ -785,7 +808,7 @@ func (w *podWorker) runHook(pod *corev1.Pod, c *corev1.Container, p *proc, h *co
 		}
 	default:
 		t := &probeTarget{pod: pod, c: c, pid: p.pid, ip: w.ip, dir: w.containerDir(c.Name)}
-		ok = t.check(ctx, &corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}, timeout)
+		ok, _ = t.check(ctx, &corev1.ProbeHandler{Exec: h.Exec, HTTPGet: h.HTTPGet, TCPSocket: h.TCPSocket}, timeout)
 	}
 	if !ok {
 		w.k.events.Eventf(pod, corev1.EventTypeWarning, "Failed"+kind+"Hook", "%s hook of container %s failed", kind, c.Name)

@@ -5,12 +5,14 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -73,10 +75,17 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 	ctx, cancel := context.WithCancel(context.Background())
 	pr := &prober{cancel: cancel, ready: c.ReadinessProbe == nil, start: c.StartupProbe == nil}
 	t := &probeTarget{pod: pod, c: c, pid: p.pid, ip: w.ip, dir: w.containerDir(c.Name)}
+	// Every failed run is an Unhealthy event carrying the probe's output, as a
+	// kubelet records it ("Readiness probe failed: <output>").
+	unhealthy := func(kind string) func(string) {
+		return func(output string) {
+			w.k.events.Eventf(pod, corev1.EventTypeWarning, "Unhealthy", "%s", probeFailedMessage(kind, output))
+		}
+	}
 	go func() {
 		started := c.StartupProbe == nil
 		if !started {
-			started = loopProbe(ctx, c.StartupProbe, t, true, func(ok bool) bool {
+			started = loopProbe(ctx, c.StartupProbe, t, true, unhealthy("Startup"), func(ok bool) bool {
 				if ok {
 					pr.mu.Lock()
 					pr.start = true
@@ -99,15 +108,12 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				loopProbe(ctx, c.ReadinessProbe, t, false, func(ok bool) bool {
+				loopProbe(ctx, c.ReadinessProbe, t, false, unhealthy("Readiness"), func(ok bool) bool {
 					pr.mu.Lock()
 					changed := pr.ready != ok
 					pr.ready = ok
 					pr.mu.Unlock()
 					if changed {
-						if !ok {
-							w.k.events.Eventf(pod, corev1.EventTypeWarning, "Unhealthy", "Readiness probe failed")
-						}
 						w.wake()
 					}
 					return true
@@ -118,8 +124,7 @@ func newProber(w *podWorker, pod *corev1.Pod, c *corev1.Container, p *proc) *pro
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				loopProbe(ctx, c.LivenessProbe, t, true, func(ok bool) bool { return true }, func() {
-					w.k.events.Eventf(pod, corev1.EventTypeWarning, "Unhealthy", "Liveness probe failed")
+				loopProbe(ctx, c.LivenessProbe, t, true, unhealthy("Liveness"), func(ok bool) bool { return true }, func() {
 					w.k.events.Eventf(pod, corev1.EventTypeNormal, "Killing", "Container %s failed liveness probe, will be restarted", c.Name)
 					w.log.Info().Str("container", c.Name).Msg("liveness probe failed: restarting container")
 					go w.killForRestart(pod, c, p)
@@ -139,11 +144,11 @@ func gracePeriod(pod *corev1.Pod) time.Duration {
 	return 30 * time.Second
 }
 
-// loopProbe runs a probe every period after the initial delay. onVerdict gets the
-// thresholded verdict and says whether to go on; onFail (for liveness and startup)
-// is called once when the verdict turns to failure. It reports whether the last
-// verdict was a success.
-func loopProbe(ctx context.Context, p *corev1.Probe, t *probeTarget, initial bool, onVerdict func(bool) bool, onFail func()) bool {
+// loopProbe runs a probe every period after the initial delay. failed gets the
+// output of every failed run; onVerdict gets the thresholded verdict and says
+// whether to go on; onFail (for liveness and startup) is called once when the
+// verdict turns to failure. It reports whether the last verdict was a success.
+func loopProbe(ctx context.Context, p *corev1.Probe, t *probeTarget, initial bool, failed func(string), onVerdict func(bool) bool, onFail func()) bool {
 	period := time.Duration(p.PeriodSeconds) * time.Second
 	if period <= 0 {
 		period = 10 * time.Second
@@ -161,9 +166,12 @@ func loopProbe(ctx context.Context, p *corev1.Probe, t *probeTarget, initial boo
 	case <-time.After(time.Duration(p.InitialDelaySeconds) * time.Second):
 	}
 	for {
-		ok := t.check(ctx, &p.ProbeHandler, timeout)
+		ok, output := t.check(ctx, &p.ProbeHandler, timeout)
 		if ctx.Err() != nil {
 			return false
+		}
+		if !ok {
+			failed(output)
 		}
 		verdict = counter.observe(ok, verdict)
 		if !verdict && onFail != nil {
@@ -206,37 +214,48 @@ func (t *probeTarget) port(p intstr.IntOrString) (int, error) {
 	return 0, fmt.Errorf("port %q not found", p.StrVal)
 }
 
-func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout time.Duration) bool {
+// probeFailedMessage is the Unhealthy event's message, as a kubelet words it.
+func probeFailedMessage(kind, output string) string {
+	return fmt.Sprintf("%s probe failed: %s", kind, output)
+}
+
+// maxProbeOutput is how much of an exec probe's output a kubelet keeps (10 KiB).
+const maxProbeOutput = 10 * 1024
+
+// check runs a probe once and returns its result and output: an exec probe's
+// combined stdout and stderr, or the error or status a kubelet reports.
+func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout time.Duration) (bool, string) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	switch {
 	case h.Exec != nil:
 		cmd, err := containerCommand(ctx, t.dir, t.pid, h.Exec.Command)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
-		return cmd.Run() == nil
+		out, err := cmd.CombinedOutput()
+		if len(out) > maxProbeOutput {
+			out = out[:maxProbeOutput]
+		}
+		if ctx.Err() == context.DeadlineExceeded {
+			return false, fmt.Sprintf("command %q timed out", strings.Join(h.Exec.Command, " "))
+		}
+		return err == nil, string(out)
 	case h.TCPSocket != nil:
 		port, err := t.port(h.TCPSocket.Port)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		host := h.TCPSocket.Host
 		if host == "" {
 			host = t.ip
 		}
-		var d net.Dialer
-		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-		if err != nil {
-			return false
-		}
-		_ = conn.Close()
-		return true
+		return tcpProbe(ctx, host, port)
 	case h.HTTPGet != nil:
 		g := h.HTTPGet
 		port, err := t.port(g.Port)
 		if err != nil {
-			return false
+			return false, err.Error()
 		}
 		host := g.Host
 		if host == "" {
@@ -246,25 +265,43 @@ func (t *probeTarget) check(ctx context.Context, h *corev1.ProbeHandler, timeout
 		if g.Scheme == corev1.URISchemeHTTPS {
 			scheme = "https"
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), g.Path), nil)
-		if err != nil {
-			return false
-		}
-		req.Header.Set("User-Agent", "kube-probe/1.37")
-		for _, hd := range g.HTTPHeaders {
-			req.Header.Set(hd.Name, hd.Value)
-		}
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // kubelets do not verify probe targets
-		resp, err := client.Do(req)
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode >= 200 && resp.StatusCode < 400
+		return httpProbe(ctx, fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(port)), g.Path), g.HTTPHeaders)
 	case h.GRPC != nil:
-		return false
+		return false, "gRPC probes are not supported by localkube"
 	}
-	return false
+	return false, "no probe handler"
+}
+
+func tcpProbe(ctx context.Context, host string, port int) (bool, string) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
+	if err != nil {
+		return false, err.Error()
+	}
+	_ = conn.Close()
+	return true, ""
+}
+
+func httpProbe(ctx context.Context, url string, headers []corev1.HTTPHeader) (bool, string) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false, err.Error()
+	}
+	req.Header.Set("User-Agent", "kube-probe/1.37")
+	for _, hd := range headers {
+		req.Header.Set(hd.Name, hd.Value)
+	}
+	client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // kubelets do not verify probe targets
+	resp, err := client.Do(req)
+	if err != nil {
+		return false, err.Error()
+	}
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxProbeOutput))
+	_ = resp.Body.Close()
+	if resp.StatusCode >= 200 && resp.StatusCode < 400 {
+		return true, string(body)
+	}
+	return false, fmt.Sprintf("HTTP probe failed with statuscode: %d", resp.StatusCode)
 }
 
 // containerCommand prepares a command that runs inside a running container: in its
