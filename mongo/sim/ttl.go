@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -27,11 +26,10 @@ func (n *Node) ttlLoop() {
 
 // ttlSleep reads ttlMonitorSleepSecs each round, so setParameter applies.
 func (n *Node) ttlSleep() time.Duration {
-	n.mu.Lock()
-	v, ok := n.cfg.SetParameters["ttlMonitorSleepSecs"]
-	n.mu.Unlock()
-	if secs, err := strconv.Atoi(v); ok && err == nil && secs > 0 {
-		return time.Duration(secs) * time.Second
+	if v, _, _ := n.params.get("ttlMonitorSleepSecs"); v != nil {
+		if secs, ok := v.(int32); ok && secs > 0 {
+			return time.Duration(secs) * time.Second
+		}
 	}
 	return 60 * time.Second
 }
@@ -41,7 +39,7 @@ func (n *Node) ttlSleep() time.Duration {
 func (n *Node) expireTTL(now time.Time) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if v := n.cfg.SetParameters["ttlMonitorEnabled"]; v == "false" || v == "0" {
+	if v, _, _ := n.params.get("ttlMonitorEnabled"); v == false {
 		return
 	}
 	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.writable) {
