@@ -1,9 +1,9 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -16,98 +16,97 @@ func collName(req *Request, cmd string) (string, *CmdError) {
 	return s, nil
 }
 
-// writeConcern parses {w, wtimeout}.
-func parseWriteConcern(req *Request) (w any, wtimeout time.Duration, doc bson.Raw) {
-	wc, ok := req.Body.Lookup("writeConcern").DocumentOK()
-	if !ok {
-		return int64(1), 0, nil
-	}
-	w = int64(1)
-	if v, err := wc.LookupErr("w"); err == nil {
-		if s, ok := v.StringValueOK(); ok {
-			w = s
-		} else if n, ok := numberOK(v); ok {
-			w = int64(n)
-		}
-	}
-	if v, ok := numberOK(wc.Lookup("wtimeout")); ok {
-		wtimeout = time.Duration(v) * time.Millisecond
-	}
-	return w, wtimeout, wc
-}
-
-// awaitWriteConcern waits for the last write of this node to satisfy the
-// request's write concern; it returns a writeConcernError document or nil.
-func (n *Node) awaitWriteConcern(req *Request) bson.D {
-	if n.cfg.ReplSet == "" {
-		return nil
-	}
-	w, wtimeout, wcDoc := parseWriteConcern(req)
-	n.mu.Lock()
-	target := n.applied
-	term := n.term
-	dataBearing := 0
-	for _, m := range n.rs.Members {
-		if !m.ArbiterOnly {
-			dataBearing++
-		}
-	}
-	n.mu.Unlock()
-	var cond func() bool
-	switch x := w.(type) {
-	case string:
-		if x != "majority" {
-			return bson.D{{Key: "code", Value: int32(79)}, {Key: "codeName", Value: codeName(79)}, {Key: "errmsg", Value: fmt.Sprintf("No write concern mode named '%s' found in replica set configuration", x)}}
-		}
-		cond = func() bool { return !n.commit.Less(target) || n.term != term || n.state != StatePrimary }
-	case int64:
-		if x <= 1 {
-			return nil
-		}
-		if int(x) > dataBearing {
-			return bson.D{{Key: "code", Value: int32(100)}, {Key: "codeName", Value: codeName(100)}, {Key: "errmsg", Value: "Not enough data-bearing nodes"}}
-		}
-		cond = func() bool {
-			return n.membersAppliedLocked(target, false) >= int(x) || n.term != term || n.state != StatePrimary
-		}
-	}
-	deadline := time.Now().Add(365 * 24 * time.Hour)
-	if wtimeout > 0 {
-		deadline = time.Now().Add(wtimeout)
-	}
-	ok := n.waitFor(deadline, cond)
-	n.mu.Lock()
-	stepped := n.term != term || n.state != StatePrimary
-	n.mu.Unlock()
-	if stepped {
-		return bson.D{{Key: "code", Value: int32(189)}, {Key: "codeName", Value: codeName(189)}, {Key: "errmsg", Value: "Primary stepped down while waiting for replication"}}
-	}
-	if !ok {
-		wcd := bson.D{}
-		if wcDoc != nil {
-			_ = bson.Unmarshal(wcDoc, &wcd)
-		}
-		wcd = append(wcd, bson.E{Key: "provenance", Value: "clientSupplied"})
-		return bson.D{{Key: "code", Value: int32(64)}, {Key: "codeName", Value: codeName(64)}, {Key: "errmsg", Value: "waiting for replication timed out"},
-			{Key: "errInfo", Value: bson.D{{Key: "wtimeout", Value: true}, {Key: "writeConcern", Value: wcd}}}}
-	}
-	return nil
-}
-
-func (c *conn) finishWrite(req *Request, d bson.D) bson.D {
-	if wce := c.n.awaitWriteConcern(req); wce != nil {
-		d = append(d, bson.E{Key: "writeConcernError", Value: wce})
-		if _, err := req.Body.LookupErr("txnNumber"); err == nil && retryableCodes[wce[0].Value.(int32)] {
-			d = append(d, bson.E{Key: "errorLabels", Value: bson.A{"RetryableWriteError"}})
-		}
-	}
-	return d
-}
-
 func writeErr(index int, code int32, msg string, extra ...bson.E) bson.D {
 	d := bson.D{{Key: "index", Value: int32(index)}, {Key: "code", Value: code}}
 	d = append(d, extra...)
 	return append(d, bson.E{Key: "errmsg", Value: msg})
+}
+
+// writeCtx is one write command's view of the data and where its writes
+// go: the oplog, or the buffer of a multi-document transaction. A write
+// command holds n.mu from its first read to its last write, so no other
+// write comes in between (mongod's document-level atomicity).
+type writeCtx struct {
+	n      *Node
+	txn    *transaction   // the multi-document transaction, if any
+	retry  *txnRef        // the retryable write's identity, if any
+	base   int32          // stmtId of the first statement
+	record *sessionRecord // what the oplog holds of this retryable write
+}
+
+func (n *Node) writeCtxLocked(req *Request) (*writeCtx, *CmdError) {
+	w := &writeCtx{n: n, retry: retryableWrite(req)}
+	if inTransaction(req) {
+		if w.txn = n.txnOfLocked(req); w.txn == nil {
+			return nil, noSuchTransaction(req)
+		}
+	}
+	if w.retry != nil {
+		if s, ok := req.Body.Lookup("stmtId").AsInt64OK(); ok {
+			w.base = int32(s)
+		}
+		if r := n.data.session(sessionKey(w.retry.lsid)); r != nil && r.txnNumber == w.retry.number {
+			w.record = r
+		}
+	}
+	return w, nil
+}
+
+func (w *writeCtx) view() *Data {
+	if w.txn != nil {
+		return w.txn.snap
+	}
+	return w.n.data
+}
+
+// stmt is the statement id of the i-th statement (-1 outside retryable writes).
+func (w *writeCtx) stmt(i int) int32 {
+	if w.retry == nil {
+		return -1
+	}
+	return w.base + int32(i)
+}
+
+// done returns the outcome of statement i if a previous attempt applied it.
+func (w *writeCtx) done(i int) (stmtRecord, bool) {
+	if w.record == nil {
+		return stmtRecord{}, false
+	}
+	r, ok := w.record.stmts[w.base+int32(i)]
+	return r, ok
+}
+
+// write logs and applies ops as one oplog batch (one fsync), or buffers
+// them in the transaction.
+func (w *writeCtx) write(ops []opSpec) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if w.txn != nil {
+		return w.n.txnWriteLocked(w.txn, ops)
+	}
+	for i := range ops {
+		ops[i].txn = w.retry
+	}
+	_, err := w.n.writeOplogLocked(ops, false)
+	return err
+}
+
+// writeError turns a failed write into the command's error.
+func writeError(err error) error {
+	var ce *CmdError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	if errors.Is(err, errNotWritable) {
+		return cerr(10107, "not primary")
+	}
+	return cerr(1, "%v", err)
+}
+
+func dupKeyErr(i int, ns string, id bson.RawValue) bson.D {
+	return writeErr(i, 11000, fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, id.String()),
+		bson.E{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}}, bson.E{Key: "keyValue", Value: bson.D{{Key: "_id", Value: id}}})
 }
 
 func (c *conn) cmdInsert(req *Request) (bson.D, error) {
@@ -126,42 +125,100 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 	if b, ok := req.Body.Lookup("ordered").BooleanOK(); ok {
 		ordered = b
 	}
-	var writeErrors bson.A
-	inserted := 0
-	txn := retryableWrite(req)
-	n.mu.Lock()
-	if cnt, done := n.data.TxnDone(txn.key()); txn != nil && done {
-		n.mu.Unlock()
-		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}}), nil
-	}
-	for i, d := range docs {
-		d = idFirst(d)
-		id := d.Lookup("_id")
-		if n.data.Coll(db, coll, false).Get(id) != nil {
-			writeErrors = append(writeErrors, writeErr(i, 11000,
-				fmt.Sprintf("E11000 duplicate key error collection: %s index: _id_ dup key: { _id: %s }", ns, id.String()),
-				bson.E{Key: "keyPattern", Value: bson.D{{Key: "_id", Value: int32(1)}}}, bson.E{Key: "keyValue", Value: bson.D{{Key: "_id", Value: id}}}))
-			if ordered {
-				break
-			}
-			continue
+	out, err := func() (bson.D, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return nil, e
 		}
-		if _, err := n.writeOplogLocked([]opSpec{{op: "i", ns: ns, o: d, txn: txn}}, false); err != nil {
-			n.mu.Unlock()
-			if inserted == 0 {
-				return nil, cerr(10107, "not primary")
+		var writeErrors bson.A
+		inserted := 0
+		var ops []opSpec
+		var index []int // statement of each op
+		pending := map[string]bool{}
+		view := w.view().Coll(db, coll, false)
+		for i, d := range docs {
+			if _, ok := w.done(i); ok {
+				inserted++ // applied by an earlier attempt of this retryable write
+				continue
 			}
-			return bson.D{{Key: "n", Value: int32(inserted)}}, nil
+			d = idFirst(d)
+			id := d.Lookup("_id")
+			if view.Get(id) != nil || pending[idKey(id)] {
+				writeErrors = append(writeErrors, dupKeyErr(i, ns, id))
+				if ordered {
+					break
+				}
+				continue
+			}
+			pending[idKey(id)] = true
+			ops = append(ops, opSpec{op: "i", ns: ns, o: d, stmt: w.stmt(i)})
+			index = append(index, i)
 		}
-		inserted++
-	}
-	n.mu.Unlock()
-	out := bson.D{{Key: "n", Value: int32(inserted)}}
-	if len(writeErrors) > 0 {
-		out = append(out, bson.E{Key: "writeErrors", Value: writeErrors})
+		switch err := w.write(ops); {
+		case err == nil:
+			inserted += len(ops)
+		case w.txn != nil || errors.Is(err, errNotWritable):
+			return nil, writeError(err)
+		default:
+			// The batch was refused as a whole (e.g. a unique index):
+			// write document by document to report each failure.
+			var ce *CmdError
+			for k, op := range ops {
+				err := w.write([]opSpec{op})
+				if err == nil {
+					inserted++
+					continue
+				}
+				if !errors.As(err, &ce) {
+					return nil, writeError(err)
+				}
+				writeErrors = append(writeErrors, writeErr(index[k], ce.Code, ce.Msg, ce.Extra...))
+				if ordered {
+					break
+				}
+			}
+		}
+		if len(writeErrors) > 0 && w.txn != nil {
+			w.txn.state = txnAborted
+		}
+		out := bson.D{{Key: "n", Value: int32(inserted)}}
+		if len(writeErrors) > 0 {
+			out = append(out, bson.E{Key: "writeErrors", Value: sortByIndex(writeErrors)})
+		}
+		return out, nil
+	}()
+	if err != nil {
+		return nil, err
 	}
 	return c.finishWrite(req, out), nil
 }
+
+// sortByIndex orders write errors by their statement index.
+func sortByIndex(errs bson.A) bson.A {
+	for i := 1; i < len(errs); i++ {
+		for j := i; j > 0 && errs[j].(bson.D)[0].Value.(int32) < errs[j-1].(bson.D)[0].Value.(int32); j-- {
+			errs[j], errs[j-1] = errs[j-1], errs[j]
+		}
+	}
+	return errs
+}
+
+// upsertBase is the document an upsert starts from: the query's equality
+// fields.
+func upsertBase(q bson.Raw) bson.Raw {
+	base := bson.D{}
+	fe, _ := q.Elements()
+	for _, f := range fe {
+		if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
+			base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
+		}
+	}
+	return mustRaw(base)
+}
+
+func idFilter(id bson.RawValue) bson.Raw { return mustRaw(bson.D{{Key: "_id", Value: id}}) }
 
 func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	n := c.n
@@ -175,82 +232,89 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, cerr(14, "%v", err)
 	}
-	var matched, modified int32
-	upserted := bson.A{}
-	var writeErrors bson.A
-	txn := retryableWrite(req)
-	n.mu.Lock()
-	cnt, done := n.data.TxnDone(txn.key())
-	n.mu.Unlock()
-	if txn != nil && done {
-		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}, {Key: "nModified", Value: int32(cnt)}}), nil
-	}
-	for i, u := range ups {
-		q, _ := u.Lookup("q").DocumentOK()
-		uv := u.Lookup("u")
-		spec, ok := uv.DocumentOK()
-		if !ok {
-			writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
-			break
+	out, err := func() (bson.D, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return nil, e
 		}
-		multi, _ := u.Lookup("multi").BooleanOK()
-		upsert, _ := u.Lookup("upsert").BooleanOK()
-		docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
-		if err != nil {
-			return nil, err
-		}
-		if !multi && len(docs) > 1 {
-			docs = docs[:1]
-		}
-		var ops []opSpec
-		for _, d := range docs {
-			nd, err := ApplyUpdate(d, spec, false)
-			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+		var matched, modified int32
+		upserted := bson.A{}
+		var writeErrors bson.A
+		for i, u := range ups {
+			if r, ok := w.done(i); ok {
+				// answered from the oplog's record, as mongod does
+				matched++
+				if r.op == "i" {
+					upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: r.id}})
+					matched--
+				} else {
+					modified++
+				}
+				continue
+			}
+			q, _ := u.Lookup("q").DocumentOK()
+			spec, ok := u.Lookup("u").DocumentOK()
+			if !ok {
+				writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
 				break
 			}
-			matched++
-			if string(nd) != string(d) {
-				modified++
-				ops = append(ops, opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: d.Lookup("_id")}})})
+			multi, _ := u.Lookup("multi").BooleanOK()
+			upsert, _ := u.Lookup("upsert").BooleanOK()
+			docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+			if err != nil {
+				return nil, err
 			}
-		}
-		if len(docs) == 0 && upsert {
-			base := bson.D{}
-			fe, _ := q.Elements()
-			for _, f := range fe {
-				if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-					base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
+			if !multi && len(docs) > 1 {
+				docs = docs[:1]
+			}
+			var ops []opSpec
+			failed := false
+			for _, d := range docs {
+				nd, err := ApplyUpdate(d, spec, false)
+				if err != nil {
+					writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+					failed = true
+					break
+				}
+				matched++
+				if string(nd) != string(d) {
+					modified++
+					ops = append(ops, opSpec{op: "u", ns: ns, o: nd, o2: idFilter(d.Lookup("_id")), stmt: w.stmt(i)})
 				}
 			}
-			nd, err := ApplyUpdate(mustRaw(base), spec, true)
-			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+			if len(docs) == 0 && upsert {
+				nd, err := ApplyUpdate(upsertBase(q), spec, true)
+				if err != nil {
+					writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+					break
+				}
+				nd = idFirst(nd)
+				ops = append(ops, opSpec{op: "i", ns: ns, o: nd, stmt: w.stmt(i)})
+				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: nd.Lookup("_id")}})
+			}
+			if err := w.write(ops); err != nil {
+				return nil, writeError(err)
+			}
+			if failed {
 				break
 			}
-			if _, err := nd.LookupErr("_id"); err != nil {
-				var dd bson.D
-				_ = bson.Unmarshal(nd, &dd)
-				nd = mustRaw(append(bson.D{{Key: "_id", Value: bson.NewObjectID()}}, dd...))
-			}
-			ops = append(ops, opSpec{op: "i", ns: ns, o: nd})
-			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: nd.Lookup("_id")}})
 		}
-		for k := range ops {
-			ops[k].txn = txn
+		if len(writeErrors) > 0 && w.txn != nil {
+			w.txn.state = txnAborted
 		}
-		if len(ops) > 0 {
-			if _, err := n.writeOplog(ops, false); err != nil {
-				return nil, cerr(10107, "not primary")
-			}
+		out := bson.D{{Key: "n", Value: matched + int32(len(upserted))}, {Key: "nModified", Value: modified}}
+		if len(upserted) > 0 {
+			out = append(out, bson.E{Key: "upserted", Value: upserted})
 		}
-	}
-	out := bson.D{{Key: "n", Value: matched + int32(len(upserted))}, {Key: "nModified", Value: modified}}
-	if len(upserted) > 0 {
-		out = append(out, bson.E{Key: "upserted", Value: upserted})
-	}
-	if len(writeErrors) > 0 {
-		out = append(out, bson.E{Key: "writeErrors", Value: writeErrors})
+		if len(writeErrors) > 0 {
+			out = append(out, bson.E{Key: "writeErrors", Value: writeErrors})
+		}
+		return out, nil
+	}()
+	if err != nil {
+		return nil, err
 	}
 	return c.finishWrite(req, out), nil
 }
@@ -267,39 +331,48 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, cerr(14, "%v", err)
 	}
-	var removed int32
-	txn := retryableWrite(req)
-	n.mu.Lock()
-	cnt, done := n.data.TxnDone(txn.key())
-	n.mu.Unlock()
-	if txn != nil && done {
-		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}}), nil
-	}
-	for _, d := range dels {
-		q, _ := d.Lookup("q").DocumentOK()
-		limit, _ := numberOK(d.Lookup("limit"))
-		docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
-		if err != nil {
-			return nil, err
+	out, err := func() (bson.D, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return nil, e
 		}
-		if limit == 1 && len(docs) > 1 {
-			docs = docs[:1]
-		}
-		var ops []opSpec
-		for _, x := range docs {
-			ops = append(ops, opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: x.Lookup("_id")}}), txn: txn})
-		}
-		if len(ops) > 0 {
-			if _, err := n.writeOplog(ops, false); err != nil {
-				return nil, cerr(10107, "not primary")
+		var removed int32
+		for i, d := range dels {
+			if _, ok := w.done(i); ok {
+				removed++
+				continue
+			}
+			q, _ := d.Lookup("q").DocumentOK()
+			limit, _ := numberOK(d.Lookup("limit"))
+			docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+			if err != nil {
+				return nil, err
+			}
+			if limit == 1 && len(docs) > 1 {
+				docs = docs[:1]
+			}
+			var ops []opSpec
+			for _, x := range docs {
+				ops = append(ops, opSpec{op: "d", ns: ns, o: idFilter(x.Lookup("_id")), stmt: w.stmt(i)})
+			}
+			if err := w.write(ops); err != nil {
+				return nil, writeError(err)
 			}
 			removed += int32(len(ops))
 		}
+		return bson.D{{Key: "n", Value: removed}}, nil
+	}()
+	if err != nil {
+		return nil, err
 	}
-	return c.finishWrite(req, bson.D{{Key: "n", Value: removed}}), nil
+	return c.finishWrite(req, out), nil
 }
 
-// cmdFindAndModify: one document, update (with upsert, new) or remove.
+// cmdFindAndModify: one document, update (with upsert, new) or remove,
+// read and written under one hold of the lock. A retry is answered from
+// the image the oplog kept (mongod's needsRetryImage).
 func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	n := c.n
 	coll, e := collName(req, req.Name())
@@ -316,57 +389,75 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	if !remove && !hasUpd {
 		return nil, cerr(9, "Either an update or remove=true must be specified")
 	}
-	txn := retryableWrite(req)
-	docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
-	if err != nil {
-		return nil, err
+	image := "preImage"
+	if returnNew && !remove {
+		image = "postImage"
 	}
-	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
-		SortDocs(docs, s)
-	}
-	var before, after bson.Raw
-	if len(docs) > 0 {
-		before = docs[0]
-	}
-	lastErr := bson.D{{Key: "n", Value: int32(0)}}
-	var op *opSpec
-	switch {
-	case remove && before != nil:
-		op = &opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
-		lastErr = bson.D{{Key: "n", Value: int32(1)}}
-	case !remove && before != nil:
-		nd, err := ApplyUpdate(before, upd, false)
-		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
+	var doc bson.Raw
+	var lastErr bson.D
+	err := func() error {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return e
 		}
-		after = nd
-		op = &opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
-		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
-	case !remove && upsert:
-		base := bson.D{}
-		fe, _ := q.Elements()
-		for _, f := range fe {
-			if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-				base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
+		if r, ok := w.done(0); ok {
+			doc, lastErr = retriedFindAndModify(r, returnNew)
+			return nil
+		}
+		docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+		if err != nil {
+			return err
+		}
+		if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
+			SortDocs(docs, s)
+		}
+		var before, after bson.Raw
+		if len(docs) > 0 {
+			before = docs[0]
+		}
+		lastErr = bson.D{{Key: "n", Value: int32(0)}}
+		var op *opSpec
+		switch {
+		case remove && before != nil:
+			op = &opSpec{op: "d", ns: ns, o: idFilter(before.Lookup("_id"))}
+			lastErr = bson.D{{Key: "n", Value: int32(1)}}
+		case !remove && before != nil:
+			nd, err := ApplyUpdate(before, upd, false)
+			if err != nil {
+				return cerr(66, "%s", err.Error())
+			}
+			after = nd
+			op = &opSpec{op: "u", ns: ns, o: nd, o2: idFilter(before.Lookup("_id"))}
+			lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
+		case !remove && upsert:
+			nd, err := ApplyUpdate(upsertBase(q), upd, true)
+			if err != nil {
+				return cerr(66, "%s", err.Error())
+			}
+			nd = idFirst(nd)
+			after = nd
+			op = &opSpec{op: "i", ns: ns, o: nd}
+			lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: nd.Lookup("_id")}}
+		}
+		if op != nil {
+			op.stmt = w.stmt(0)
+			if w.retry != nil && op.op != "i" {
+				op.image = image
+			}
+			if err := w.write([]opSpec{*op}); err != nil {
+				return writeError(err)
 			}
 		}
-		nd, err := ApplyUpdate(mustRaw(base), upd, true)
-		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
+		doc = before
+		if returnNew && !remove {
+			doc = after
 		}
-		nd = idFirst(nd)
-		after = nd
-		op = &opSpec{op: "i", ns: ns, o: nd, txn: txn}
-		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: nd.Lookup("_id")}}
-	}
-	if op != nil {
-		if _, err := n.writeOplog([]opSpec{*op}, false); err != nil {
-			return nil, cerr(10107, "not primary")
-		}
-	}
-	doc := before
-	if returnNew && !remove {
-		doc = after
+		return nil
+	}()
+	if err != nil {
+		return nil, err
 	}
 	if p, ok := req.Body.Lookup("fields").DocumentOK(); ok && doc != nil {
 		pd, err := Project(doc, p)
@@ -380,6 +471,21 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		value = doc
 	}
 	return c.finishWrite(req, bson.D{{Key: "lastErrorObject", Value: lastErr}, {Key: "value", Value: value}}), nil
+}
+
+// retriedFindAndModify rebuilds the reply of an applied findAndModify.
+func retriedFindAndModify(r stmtRecord, returnNew bool) (bson.Raw, bson.D) {
+	switch r.op {
+	case "d":
+		return r.image, bson.D{{Key: "n", Value: int32(1)}}
+	case "i":
+		var doc bson.Raw
+		if returnNew {
+			doc = r.image
+		}
+		return doc, bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: r.id}}
+	}
+	return r.image, bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
 }
 
 // idFirst returns doc with _id as its first field (generated if absent),

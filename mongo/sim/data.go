@@ -17,18 +17,35 @@ type Collection struct {
 // a pure function of the oplog applied in order.
 type Data struct {
 	dbs map[string]map[string]*Collection
-	// txns counts the oplog entries of each retryable write, so a retry
-	// (same lsid and txnNumber, e.g. after a failover) is not applied twice.
-	txns map[string]int
+	// sessions records, per logical session, the statements of its latest
+	// retryable write and whether its latest transaction committed, so a
+	// retry (e.g. after a failover) is answered, not applied twice.
+	sessions map[string]*sessionRecord
 }
 
 // NewData returns an empty store.
-func NewData() *Data { return &Data{dbs: map[string]map[string]*Collection{}, txns: map[string]int{}} }
+func NewData() *Data {
+	return &Data{dbs: map[string]map[string]*Collection{}, sessions: map[string]*sessionRecord{}}
+}
 
-// TxnDone returns how many entries a retryable write produced, if applied.
-func (d *Data) TxnDone(key string) (int, bool) {
-	n, ok := d.txns[key]
-	return n, ok
+// Clone returns an independent copy (documents are immutable and shared).
+func (d *Data) Clone() *Data {
+	out := NewData()
+	for db, m := range d.dbs {
+		cm := map[string]*Collection{}
+		for name, c := range m {
+			nc := &Collection{order: append([]string(nil), c.order...), docs: make(map[string]bson.Raw, len(c.docs))}
+			for k, v := range c.docs {
+				nc.docs[k] = v
+			}
+			cm[name] = nc
+		}
+		out.dbs[db] = cm
+	}
+	for k, v := range d.sessions {
+		out.sessions[k] = v.clone()
+	}
+	return out
 }
 
 func idKey(v bson.RawValue) string { return string(rune(v.Type)) + string(v.Value) }
@@ -98,22 +115,36 @@ func (c *Collection) remove(id bson.RawValue) {
 	}
 }
 
-// Apply applies one oplog entry; entries are idempotent.
+// Apply applies one oplog entry; entries are idempotent. An update of a
+// document that no longer exists (deleted later in the oplog, seen again
+// on replay) does not bring it back.
 func (d *Data) Apply(e OplogEntry) {
-	if e.TxnKey != "" {
-		d.txns[e.TxnKey]++
-	}
 	db, coll := splitNS(e.NS)
+	var pre, post bson.Raw
 	switch e.Op {
 	case "i":
 		d.Coll(db, coll, true).put(e.O)
+		post = e.O
 	case "u":
-		d.Coll(db, coll, true).put(e.O)
+		id := e.O2.Lookup("_id")
+		if id.Type == 0 {
+			id = e.O.Lookup("_id")
+		}
+		c := d.Coll(db, coll, false)
+		if pre = c.Get(id); pre != nil {
+			c.put(e.O)
+			post = e.O
+		}
 	case "d":
 		if c := d.Coll(db, coll, false); c != nil {
+			pre = c.Get(e.O.Lookup("_id"))
 			c.remove(e.O.Lookup("_id"))
 		}
 	case "c":
+		if ops, ok := e.O.Lookup("applyOps").ArrayOK(); ok {
+			d.applyOps(ops)
+			break
+		}
 		if name, ok := e.O.Lookup("create").StringValueOK(); ok {
 			d.Coll(db, name, true)
 		}
@@ -127,6 +158,22 @@ func (d *Data) Apply(e OplogEntry) {
 		}
 		if _, err := e.O.LookupErr("dropDatabase"); err == nil {
 			delete(d.dbs, db)
+		}
+	}
+	d.recordSession(e, pre, post)
+}
+
+// applyOps applies a transaction's operations, all in one entry.
+func (d *Data) applyOps(ops bson.RawArray) {
+	vals, _ := ops.Values()
+	for _, v := range vals {
+		if op, ok := v.DocumentOK(); ok {
+			inner := OplogEntry{StmtID: -1}
+			inner.Op, _ = op.Lookup("op").StringValueOK()
+			inner.NS, _ = op.Lookup("ns").StringValueOK()
+			inner.O, _ = op.Lookup("o").DocumentOK()
+			inner.O2, _ = op.Lookup("o2").DocumentOK()
+			d.Apply(inner)
 		}
 	}
 }

@@ -68,7 +68,6 @@ type Node struct {
 	leaderTime bson.Timestamp
 	leaderDate time.Time
 	election   *electionMetrics // last election this node won
-	defaultWC  bson.D           // set by setDefaultRWConcern
 	logMember  atomic.Value     // string: our host in the config, for the "member" log field
 	writable   bool
 	stepping   bool
@@ -91,6 +90,7 @@ type Node struct {
 	connCount int64
 	connTotal int64
 	cursors   cursorTable
+	txns      txnTable // multi-document transactions and sessions' txnNumbers
 	quit      chan struct{}
 	done      chan struct{}
 	listeners []net.Listener
@@ -429,6 +429,8 @@ var codeNames = map[int32]string{
 	91: "ShutdownInProgress", 93: "InvalidReplicaSetConfig", 94: "NotYetInitialized", 95: "NotSecondary",
 	100: "UnsatisfiableWriteConcern", 103: "NewReplicaSetConfigurationIncompatible", 104: "NodeNotElectable",
 	109: "ConfigurationInProgress", 110: "CannotInitializeNodeWithData", 117: "ConflictingOperationInProgress",
+	112: "WriteConflict", 225: "TransactionTooOld", 239: "SnapshotTooOld", 246: "SnapshotUnavailable",
+	251: "NoSuchTransaction", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction",
 	186: "ClientMetadataCannotBeMutated", 189: "PrimarySteppedDown", 223: "IllegalOpMsgFlag", 262: "ExceededTimeLimit",
 	303: "SplitHorizonChange", 308: "CurrentConfigNotCommittedYet", 352: "UnsupportedOpQueryCommand",
 	10107: "NotWritablePrimary", 11000: "DuplicateKey", 11600: "InterruptedAtShutdown", 11602: "InterruptedDueToReplStateChange",
