@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -32,10 +33,12 @@ type writeCtx struct {
 	retry  *txnRef        // the retryable write's identity, if any
 	base   int32          // stmtId of the first statement
 	record *sessionRecord // what the oplog holds of this retryable write
+	// deadline is the command's maxTimeMS, for waits on transactions
+	deadline time.Time
 }
 
 func (n *Node) writeCtxLocked(req *Request) (*writeCtx, *CmdError) {
-	w := &writeCtx{n: n, retry: retryableWrite(req)}
+	w := &writeCtx{n: n, retry: retryableWrite(req), deadline: maxTimeDeadline(req)}
 	if inTransaction(req) {
 		if w.txn = n.txnOfLocked(req); w.txn == nil {
 			return nil, noSuchTransaction(req)
@@ -137,15 +140,58 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 		var ops []opSpec
 		var index []int // statement of each op
 		pending := map[string]bool{}
-		view := w.view().Coll(db, coll, false)
-		for i, d := range docs {
+		// flush writes the batch so far as one oplog write (one fsync).
+		flush := func() error {
+			defer func() { ops, index = nil, nil }()
+			switch err := w.write(ops); {
+			case err == nil:
+				inserted += len(ops)
+			case w.txn != nil || errors.Is(err, errNotWritable):
+				return writeError(err)
+			default:
+				// The batch was refused as a whole (e.g. a unique index):
+				// write document by document to report each failure.
+				var ce *CmdError
+				for k, op := range ops {
+					err := w.write([]opSpec{op})
+					if err == nil {
+						inserted++
+						continue
+					}
+					if !errors.As(err, &ce) {
+						return writeError(err)
+					}
+					writeErrors = append(writeErrors, writeErr(index[k], ce.Code, ce.Msg, ce.Extra...))
+					if ordered {
+						break
+					}
+				}
+			}
+			return nil
+		}
+		for i := 0; i < len(docs); i++ {
 			if _, ok := w.done(i); ok {
 				inserted++ // applied by an earlier attempt of this retryable write
 				continue
 			}
-			d = idFirst(d)
+			d := idFirst(docs[i])
 			id := d.Lookup("_id")
-			if view.Get(id) != nil || pending[idKey(id)] {
+			op := opSpec{op: "i", ns: ns, o: d, stmt: w.stmt(i)}
+			if w.txn == nil && n.holderLocked(docKey(op), nil) != nil {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+				if ordered && len(writeErrors) > 0 {
+					break
+				}
+				if again, err := w.blocked([]opSpec{op}); err != nil {
+					return nil, err
+				} else if again {
+					i--
+					continue
+				}
+			}
+			if w.view().Coll(db, coll, false).Get(id) != nil || pending[idKey(id)] {
 				writeErrors = append(writeErrors, dupKeyErr(i, ns, id))
 				if ordered {
 					break
@@ -153,35 +199,14 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 				continue
 			}
 			pending[idKey(id)] = true
-			ops = append(ops, opSpec{op: "i", ns: ns, o: d, stmt: w.stmt(i)})
+			ops = append(ops, op)
 			index = append(index, i)
 		}
-		switch err := w.write(ops); {
-		case err == nil:
-			inserted += len(ops)
-		case w.txn != nil || errors.Is(err, errNotWritable):
-			return nil, writeError(err)
-		default:
-			// The batch was refused as a whole (e.g. a unique index):
-			// write document by document to report each failure.
-			var ce *CmdError
-			for k, op := range ops {
-				err := w.write([]opSpec{op})
-				if err == nil {
-					inserted++
-					continue
-				}
-				if !errors.As(err, &ce) {
-					return nil, writeError(err)
-				}
-				writeErrors = append(writeErrors, writeErr(index[k], ce.Code, ce.Msg, ce.Extra...))
-				if ordered {
-					break
-				}
-			}
+		if err := flush(); err != nil {
+			return nil, err
 		}
 		if len(writeErrors) > 0 && w.txn != nil {
-			w.txn.state = txnAborted
+			n.endTxnLocked(w.txn, txnAborted)
 		}
 		out := bson.D{{Key: "n", Value: int32(inserted)}}
 		if len(writeErrors) > 0 {
@@ -242,7 +267,8 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 		var matched, modified int32
 		upserted := bson.A{}
 		var writeErrors bson.A
-		for i, u := range ups {
+		for i := 0; i < len(ups); i++ {
+			u := ups[i]
 			if r, ok := w.done(i); ok {
 				// answered from the oplog's record, as mongod does
 				matched++
@@ -262,47 +288,31 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			}
 			multi, _ := u.Lookup("multi").BooleanOK()
 			upsert, _ := u.Lookup("upsert").BooleanOK()
-			docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+			st, err := updateStatement(w.view().Coll(db, coll, false), ns, q, spec, multi, upsert, w.stmt(i))
 			if err != nil {
 				return nil, err
 			}
-			if !multi && len(docs) > 1 {
-				docs = docs[:1]
+			if again, err := w.blocked(st.ops); err != nil {
+				return nil, err
+			} else if again {
+				i--
+				continue
 			}
-			var ops []opSpec
-			failed := false
-			for _, d := range docs {
-				nd, err := ApplyUpdate(d, spec, false)
-				if err != nil {
-					writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
-					failed = true
-					break
-				}
-				matched++
-				if string(nd) != string(d) {
-					modified++
-					ops = append(ops, opSpec{op: "u", ns: ns, o: nd, o2: idFilter(d.Lookup("_id")), stmt: w.stmt(i)})
-				}
+			matched += st.matched
+			modified += st.modified
+			if st.upserted.Type != 0 {
+				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: st.upserted}})
 			}
-			if len(docs) == 0 && upsert {
-				nd, err := ApplyUpdate(upsertBase(q), spec, true)
-				if err != nil {
-					writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
-					break
-				}
-				nd = idFirst(nd)
-				ops = append(ops, opSpec{op: "i", ns: ns, o: nd, stmt: w.stmt(i)})
-				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: nd.Lookup("_id")}})
-			}
-			if err := w.write(ops); err != nil {
+			if err := w.write(st.ops); err != nil {
 				return nil, writeError(err)
 			}
-			if failed {
+			if st.err != "" {
+				writeErrors = append(writeErrors, writeErr(i, 66, st.err))
 				break
 			}
 		}
 		if len(writeErrors) > 0 && w.txn != nil {
-			w.txn.state = txnAborted
+			n.endTxnLocked(w.txn, txnAborted)
 		}
 		out := bson.D{{Key: "n", Value: matched + int32(len(upserted))}, {Key: "nModified", Value: modified}}
 		if len(upserted) > 0 {
@@ -317,6 +327,48 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	return c.finishWrite(req, out), nil
+}
+
+// updateResult is what one update statement does.
+type updateResult struct {
+	ops               []opSpec
+	matched, modified int32
+	upserted          bson.RawValue // _id of an upserted document
+	err               string        // an update that cannot apply (66)
+}
+
+func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upsert bool, stmt int32) (updateResult, error) {
+	var r updateResult
+	docs, err := filterDocs(view.Docs(), q)
+	if err != nil {
+		return r, err
+	}
+	if !multi && len(docs) > 1 {
+		docs = docs[:1]
+	}
+	for _, d := range docs {
+		nd, err := ApplyUpdate(d, spec, false)
+		if err != nil {
+			r.err = err.Error()
+			return r, nil
+		}
+		r.matched++
+		if string(nd) != string(d) {
+			r.modified++
+			r.ops = append(r.ops, opSpec{op: "u", ns: ns, o: nd, o2: idFilter(d.Lookup("_id")), stmt: stmt})
+		}
+	}
+	if len(docs) == 0 && upsert {
+		nd, err := ApplyUpdate(upsertBase(q), spec, true)
+		if err != nil {
+			r.err = err.Error()
+			return r, nil
+		}
+		nd = idFirst(nd)
+		r.ops = append(r.ops, opSpec{op: "i", ns: ns, o: nd, stmt: stmt})
+		r.upserted = nd.Lookup("_id")
+	}
+	return r, nil
 }
 
 func (c *conn) cmdDelete(req *Request) (bson.D, error) {
@@ -339,7 +391,8 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 			return nil, e
 		}
 		var removed int32
-		for i, d := range dels {
+		for i := 0; i < len(dels); i++ {
+			d := dels[i]
 			if _, ok := w.done(i); ok {
 				removed++
 				continue
@@ -356,6 +409,12 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 			var ops []opSpec
 			for _, x := range docs {
 				ops = append(ops, opSpec{op: "d", ns: ns, o: idFilter(x.Lookup("_id")), stmt: w.stmt(i)})
+			}
+			if again, err := w.blocked(ops); err != nil {
+				return nil, err
+			} else if again {
+				i--
+				continue
 			}
 			if err := w.write(ops); err != nil {
 				return nil, writeError(err)
@@ -406,6 +465,7 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 			doc, lastErr = retriedFindAndModify(r, returnNew)
 			return nil
 		}
+	again:
 		docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
 		if err != nil {
 			return err
@@ -442,6 +502,11 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 			lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: nd.Lookup("_id")}}
 		}
 		if op != nil {
+			if again, err := w.blocked([]opSpec{*op}); err != nil {
+				return err
+			} else if again {
+				goto again
+			}
 			op.stmt = w.stmt(0)
 			if w.retry != nil && op.op != "i" {
 				op.image = image

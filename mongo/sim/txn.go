@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -22,6 +23,7 @@ const (
 type transaction struct {
 	ref     *txnRef
 	term    int64
+	started time.Time
 	state   txnState
 	snap    *Data
 	readTS  bson.Timestamp
@@ -34,6 +36,7 @@ type transaction struct {
 type txnTable struct {
 	bySession map[string]*transaction // the session's latest transaction
 	highest   map[string]int64        // the highest txnNumber seen
+	ended     chan struct{}           // closed when a transaction ends
 }
 
 // inTransaction: statements of a transaction carry autocommit:false.
@@ -149,7 +152,7 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 		if r := n.data.session(key); r != nil && r.txnNumber == num {
 			return cerr(256, "Transaction with { txnNumber: %d } has been committed.", num)
 		}
-		t = &transaction{ref: &txnRef{lsid: lsid, number: num}, term: n.term, touched: map[string]bool{}}
+		t = &transaction{ref: &txnRef{lsid: lsid, number: num}, term: n.term, started: time.Now(), touched: map[string]bool{}}
 		if rc.level == "local" || n.cfg.ReplSet == "" {
 			t.snap, t.readTS, t.base = n.data.Clone(), n.lastTS, len(n.oplog)
 		} else {
@@ -168,7 +171,7 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 		return cerr(256, "Transaction with { txnNumber: %d } has been committed.", num)
 	}
 	if n.stillPrimaryLocked(t) != nil {
-		t.state = txnAborted
+		n.endTxnLocked(t, txnAborted)
 		return noSuchTransaction(req)
 	}
 	return nil
@@ -196,66 +199,11 @@ func (n *Node) txnOfLocked(req *Request) *transaction {
 	return t
 }
 
-// docKey names a document across namespaces.
-func docKey(op opSpec) string {
-	id := op.o.Lookup("_id")
-	if op.op == "u" {
-		id = op.o2.Lookup("_id")
-	}
-	return op.ns + "\x00" + idKey(id)
-}
-
-func entryKeys(e OplogEntry, visit func(string)) {
-	switch e.Op {
-	case "i", "u", "d":
-		visit(docKey(opSpec{op: e.Op, ns: e.NS, o: e.O, o2: e.O2}))
-	case "c":
-		arr, _ := e.O.Lookup("applyOps").ArrayOK()
-		vals, _ := arr.Values()
-		for _, v := range vals {
-			op, _ := v.DocumentOK()
-			ns, _ := op.Lookup("ns").StringValueOK()
-			o, _ := op.Lookup("o").DocumentOK()
-			o2, _ := op.Lookup("o2").DocumentOK()
-			kind, _ := op.Lookup("op").StringValueOK()
-			visit(docKey(opSpec{op: kind, ns: ns, o: o, o2: o2}))
-		}
-	}
-}
-
-// conflictLocked: first writer wins. A document another transaction has
-// written, or that was written after this transaction's snapshot, is a
-// WriteConflict.
-func (n *Node) conflictLocked(t *transaction, keys map[string]bool) *CmdError {
-	for _, o := range n.txns.bySession {
-		if o == t || o.state != txnActive {
-			continue
-		}
-		for k := range keys {
-			if o.touched[k] {
-				return writeConflict()
-			}
-		}
-	}
-	for _, e := range n.oplog[min(t.base, len(n.oplog)):] {
-		hit := false
-		entryKeys(e, func(k string) { hit = hit || keys[k] })
-		if hit {
-			return writeConflict()
-		}
-	}
-	return nil
-}
-
-func writeConflict() *CmdError {
-	return transient(cerr(112, "Caused by :: Write conflict during plan execution and yielding is disabled. :: Please retry your operation or multi-document transaction."))
-}
-
 // txnWriteLocked buffers a transaction's writes and applies them to its
 // snapshot; a conflict aborts the transaction.
 func (n *Node) txnWriteLocked(t *transaction, ops []opSpec) error {
 	if e := n.stillPrimaryLocked(t); e != nil {
-		t.state = txnAborted
+		n.endTxnLocked(t, txnAborted)
 		return transient(e)
 	}
 	keys := map[string]bool{}
@@ -263,7 +211,7 @@ func (n *Node) txnWriteLocked(t *transaction, ops []opSpec) error {
 		keys[docKey(op)] = true
 	}
 	if e := n.conflictLocked(t, keys); e != nil {
-		t.state = txnAborted
+		n.endTxnLocked(t, txnAborted)
 		return e
 	}
 	for _, op := range ops {
@@ -300,11 +248,11 @@ func (c *conn) cmdCommitTransaction(req *Request) (bson.D, error) {
 			return noSuchTransaction(req)
 		}
 		if n.stillPrimaryLocked(t) != nil {
-			t.state = txnAborted
+			n.endTxnLocked(t, txnAborted)
 			return noSuchTransaction(req)
 		}
 		if e := n.conflictLocked(t, t.touched); e != nil {
-			t.state = txnAborted
+			n.endTxnLocked(t, txnAborted)
 			return e
 		}
 		if len(t.ops) > 0 {
@@ -318,12 +266,11 @@ func (c *conn) cmdCommitTransaction(req *Request) (bson.D, error) {
 			}
 			entry := opSpec{op: "c", ns: "admin.$cmd", o: mustRaw(bson.D{{Key: "applyOps", Value: arr}}), txn: t.ref, stmt: -1}
 			if _, err := n.writeOplogLocked([]opSpec{entry}, false); err != nil {
-				t.state = txnAborted
+				n.endTxnLocked(t, txnAborted)
 				return cerr(10107, "not primary")
 			}
 		}
-		t.state = txnCommitted
-		t.snap = nil
+		n.endTxnLocked(t, txnCommitted)
 		return nil
 	}()
 	if err != nil {
@@ -349,7 +296,7 @@ func (c *conn) cmdAbortTransaction(req *Request) (bson.D, error) {
 	var e *CmdError
 	switch {
 	case t != nil && t.ref.number == num && t.state == txnActive:
-		t.state, t.snap = txnAborted, nil
+		n.endTxnLocked(t, txnAborted)
 	case t != nil && t.ref.number == num && t.state == txnCommitted:
 		e = cerr(256, "Transaction with { txnNumber: %d } has been committed.", num)
 	default:

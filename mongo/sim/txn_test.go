@@ -133,8 +133,37 @@ func TestTransactionWriteConflict(t *testing.T) {
 	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.N != 2 {
 		t.Fatalf("after both: %d %v", got.N, err)
 	}
+	// A write outside transactions waits for the transaction holding its
+	// document (maxTimeMS → 50), then applies on top of its commit.
+	_ = s1.StartTransaction()
+	if _, err := coll.UpdateOne(mongo.NewSessionContext(ctx, s1), bson.D{{Key: "_id", Value: 1}}, inc); err != nil {
+		t.Fatal(err)
+	}
+	r := rawCmd(t, ms[0].host, bson.D{{Key: "update", Value: "acct"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 100}}}}}}}}, {Key: "maxTimeMS", Value: 200}, {Key: "$db", Value: "test"}})
+	if code, _ := r.Lookup("code").AsInt64OK(); code != 50 {
+		t.Fatalf("write to a document held by a transaction, maxTimeMS 200: %v", r)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 10}}}})
+		done <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // give the write a chance to go first (it must not)
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.N != 2 {
+		t.Fatalf("a write went through a transaction's document: %d %v", got.N, err)
+	}
+	if err := s1.CommitTransaction(ctx); err != nil {
+		t.Fatalf("the first writer's commit: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil || got.N != 13 {
+		t.Fatalf("after the transaction and the waiting write: %d %v", got.N, err)
+	}
 	// a write concern on a statement inside a transaction: 72
-	r := rawCmd(t, ms[0].host, bson.D{{Key: "insert", Value: "acct"}, {Key: "documents", Value: bson.A{bson.D{}}},
+	r = rawCmd(t, ms[0].host, bson.D{{Key: "insert", Value: "acct"}, {Key: "documents", Value: bson.A{bson.D{}}},
 		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}}, {Key: "txnNumber", Value: int64(1)},
 		{Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false},
 		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}, {Key: "$db", Value: "test"}})
@@ -211,5 +240,44 @@ func TestTransactionTransfersKeepTotal(t *testing.T) {
 	}
 	if total != accounts*start {
 		t.Fatalf("total after transfers: %d, want %d", total, accounts*start)
+	}
+}
+
+// A stepdown aborts open transactions; the driver's WithTransaction sees
+// TransientTransactionError and runs the transaction again on the new
+// primary, which applies it once.
+func TestTransactionRetriedAcrossStepdown(t *testing.T) {
+	ms, _ := initiated(t, 3, fastSettings)
+	client := connect(t, rsURI(ms, ""))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	coll := client.Database("test").Collection("sd")
+	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "seed"}}); err != nil {
+		t.Fatal(err)
+	}
+	sess, _ := client.StartSession()
+	defer sess.EndSession(ctx)
+	attempts := 0
+	_, err := sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		attempts++
+		if _, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 1}}); err != nil {
+			return nil, err
+		}
+		if attempts == 1 {
+			p := primaryOf(ms)
+			_, _ = run(ms[p].client(t), bson.D{{Key: "replSetStepDown", Value: 10}, {Key: "secondaryCatchUpPeriodSecs", Value: 5}})
+			waitFor(t, 30*time.Second, "a new primary", func() bool { np := primaryOf(ms); return np >= 0 && np != p })
+		}
+		_, err := coll.InsertOne(sc, bson.D{{Key: "_id", Value: 2}})
+		return nil, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if attempts < 2 {
+		t.Fatalf("the transaction ran %d times across a stepdown", attempts)
+	}
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{1, 2}}}}}); err != nil || n != 2 {
+		t.Fatalf("after the retried transaction: %d %v", n, err)
 	}
 }
