@@ -95,6 +95,9 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 		}
 		return nil
 	}
+	if n.cfg.ReplSet == "" {
+		return cerr(20, "Transaction numbers are only allowed on a replica set member or mongos")
+	}
 	lsid, ok := req.Body.Lookup("lsid").DocumentOK()
 	if !ok {
 		return cerr(50768, "Transaction number is only allowed in a session")

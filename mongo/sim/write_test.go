@@ -101,6 +101,23 @@ func TestDefaultWriteConcernIsMajority(t *testing.T) {
 	if code, _ := r.Lookup("writeConcernError", "code").AsInt64OK(); code != 64 {
 		t.Fatalf("want writeConcernError 64: %v", r)
 	}
+	// a transaction's commit whose write concern times out: the outcome is
+	// unknown to the client (UnknownTransactionCommitResult); a retry of
+	// the commit answers it again
+	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
+	txn := bson.D{{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(1)}, {Key: "autocommit", Value: false}}
+	r = rawCmd(t, ms[p].host, append(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "txn"}}}},
+		{Key: "startTransaction", Value: true}, {Key: "$db", Value: "test"}}, txn...))
+	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
+		t.Fatalf("insert in a transaction: %v", r)
+	}
+	for range 2 {
+		r = rawCmd(t, ms[p].host, append(bson.D{{Key: "commitTransaction", Value: 1},
+			{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: 200}}}, {Key: "$db", Value: "admin"}}, txn...))
+		if l, _ := r.Lookup("errorLabels", "0").StringValueOK(); l != "UnknownTransactionCommitResult" {
+			t.Fatalf("commit without a majority: %v", r)
+		}
+	}
 	// a cluster-wide default (set with w:1 itself, the secondaries being frozen)
 	mustRun(t, pc, bson.D{{Key: "setDefaultRWConcern", Value: 1},
 		{Key: "defaultWriteConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: 200}}},
