@@ -36,6 +36,7 @@ type transaction struct {
 type txnTable struct {
 	bySession map[string]*transaction // the session's latest transaction
 	highest   map[string]int64        // the highest txnNumber seen
+	open      map[*transaction]bool   // transactions in progress
 	ended     chan struct{}           // closed when a transaction ends
 }
 
@@ -135,7 +136,7 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.txns.bySession == nil {
-		n.txns.bySession, n.txns.highest = map[string]*transaction{}, map[string]int64{}
+		n.txns.bySession, n.txns.highest, n.txns.open = map[string]*transaction{}, map[string]int64{}, map[*transaction]bool{}
 	}
 	if h, known := n.highestTxnLocked(key); known && num < h {
 		if inTransaction(req) {
@@ -161,7 +162,11 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 		} else {
 			t.snap, t.readTS, t.base = n.committed.Clone(), n.commit.TS, n.commitIdx
 		}
+		if old := n.txns.bySession[key]; old != nil && old.state == txnActive {
+			n.endTxnLocked(old, txnAborted) // a new transaction aborts the session's previous one
+		}
 		n.txns.bySession[key] = t
+		n.txns.open[t] = true
 		return nil
 	}
 	if t == nil || t.ref.number != num {

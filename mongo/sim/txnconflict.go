@@ -68,8 +68,8 @@ func (n *Node) txnLifetime() time.Duration {
 // the document, aborting on the way those a new term or their lifetime
 // ended.
 func (n *Node) holderLocked(key string, self *transaction) *transaction {
-	for _, o := range n.txns.bySession {
-		if o == self || o.state != txnActive {
+	for o := range n.txns.open {
+		if o == self {
 			continue
 		}
 		if o.term != n.term || time.Since(o.started) > n.txnLifetime() {
@@ -86,6 +86,7 @@ func (n *Node) holderLocked(key string, self *transaction) *transaction {
 // endTxnLocked ends a transaction and wakes writes waiting for its documents.
 func (n *Node) endTxnLocked(t *transaction, s txnState) {
 	t.state, t.snap = s, nil
+	delete(n.txns.open, t)
 	if n.txns.ended != nil {
 		close(n.txns.ended)
 	}
@@ -97,7 +98,7 @@ func (n *Node) endTxnLocked(t *transaction, s txnState) {
 // waited (the caller reads again), or 50 at the command's maxTimeMS.
 func (w *writeCtx) blocked(ops []opSpec) (bool, error) {
 	n := w.n
-	if w.txn != nil || len(n.txns.bySession) == 0 {
+	if w.txn != nil || len(n.txns.open) == 0 {
 		return false, nil
 	}
 	busy := false
