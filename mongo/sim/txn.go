@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -89,6 +90,9 @@ func (n *Node) highestTxnLocked(key string) (int64, bool) {
 // transactions the statement rules and the start of a new transaction.
 func (c *conn) beginStatement(req *Request, name string) *CmdError {
 	n := c.n
+	if e := checkWriteConcern(req); e != nil {
+		return e
+	}
 	num, ok := txnNumberOf(req)
 	if !ok {
 		if inTransaction(req) {
@@ -157,9 +161,17 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 			return cerr(256, "Transaction with { txnNumber: %d } has been committed.", num)
 		}
 		t = &transaction{ref: &txnRef{lsid: lsid, number: num}, term: n.term, started: time.Now(), touched: map[string]bool{}}
-		if rc.level == "local" || n.cfg.ReplSet == "" {
+		switch {
+		case rc.level == "local":
 			t.snap, t.readTS, t.base = n.data.Clone(), n.lastTS, len(n.oplog)
-		} else {
+		case !rc.at.IsZero():
+			view, at, e := n.readViewLocked(req, rc)
+			if e != nil {
+				return e
+			}
+			t.snap, t.readTS = view.Clone(), at
+			t.base = sort.Search(len(n.oplog), func(i int) bool { return tsLess(at, n.oplog[i].TS) })
+		default:
 			t.snap, t.readTS, t.base = n.committed.Clone(), n.commit.TS, n.commitIdx
 		}
 		if old := n.txns.bySession[key]; old != nil && old.state == txnActive {

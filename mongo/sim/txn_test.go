@@ -170,6 +170,26 @@ func TestTransactionWriteConflict(t *testing.T) {
 	if code, _ := r.Lookup("code").AsInt64OK(); code != 72 {
 		t.Fatalf("writeConcern inside a transaction: %v", r)
 	}
+	// a transaction older than the session's latest: 225
+	lsid2 := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("fedcba9876543210")}}}
+	start := func(num int64) bson.Raw {
+		return rawCmd(t, ms[0].host, bson.D{{Key: "find", Value: "acct"}, {Key: "lsid", Value: lsid2}, {Key: "txnNumber", Value: num},
+			{Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false}, {Key: "$db", Value: "test"}})
+	}
+	if r := start(5); r.Lookup("ok").Double() != 1 || r.Lookup("cursor").Type == 0 {
+		t.Fatalf("start transaction 5: %v", r)
+	}
+	if r := start(3); r.Lookup("code").Type == 0 || r.Lookup("code").Int32() != 225 {
+		t.Fatalf("start transaction 3 after 5: %v", r)
+	}
+	// malformed write concerns are refused before the write
+	for _, w := range []any{-1, bson.A{1}} {
+		r := rawCmd(t, ms[0].host, bson.D{{Key: "insert", Value: "acct"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "bad"}}}},
+			{Key: "writeConcern", Value: bson.D{{Key: "w", Value: w}}}, {Key: "$db", Value: "test"}})
+		if code, _ := r.Lookup("code").AsInt64OK(); code != 9 {
+			t.Fatalf("writeConcern w:%v: %v", w, r)
+		}
+	}
 	// commit of an unknown transaction: 251 NoSuchTransaction
 	r = rawCmd(t, ms[0].host, bson.D{{Key: "commitTransaction", Value: 1},
 		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}}, {Key: "txnNumber", Value: int64(9)},

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
@@ -141,6 +142,16 @@ func TestDefaultWriteConcernIsMajority(t *testing.T) {
 		t.Fatalf("w:0: %v", err)
 	}
 	waitFor(t, 10*time.Second, "the w:0 write applied", func() bool { return countOn(t, ms[p], bson.D{{Key: "_id", Value: 6}}) == 1 })
+	// a default read concern applies to reads that name none
+	mustRun(t, pc, bson.D{{Key: "setDefaultRWConcern", Value: 1}, {Key: "defaultReadConcern", Value: bson.D{{Key: "level", Value: "majority"}}},
+		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: 1}}}})
+	if n, err := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil || n != 0 {
+		t.Fatalf("default read concern majority saw a w:1 write: %d %v", n, err)
+	}
+	local := pc.Database("test").Collection("c", options.Collection().SetReadConcern(readconcern.Local()))
+	if n, err := local.CountDocuments(ctx, bson.D{{Key: "_id", Value: 2}}); err != nil || n != 1 {
+		t.Fatalf("read concern local: %d %v", n, err)
+	}
 	resumeSecondaries(ms, p)
 	// the default is replicated (config.settings through the oplog)
 	for i, m := range ms {
@@ -151,7 +162,8 @@ func TestDefaultWriteConcernIsMajority(t *testing.T) {
 			r, err := run(m.shortClient(), bson.D{{Key: "getDefaultRWConcern", Value: 1}})
 			w, _ := r.Lookup("defaultWriteConcern", "w").AsInt64OK()
 			src, _ := r.Lookup("defaultWriteConcernSource").StringValueOK()
-			return err == nil && w == 1 && src == "global"
+			lvl, _ := r.Lookup("defaultReadConcern", "level").StringValueOK()
+			return err == nil && w == 1 && src == "global" && lvl == "majority"
 		})
 	}
 }

@@ -51,6 +51,36 @@ func (n *Node) parseWriteConcern(req *Request) writeConcern {
 	return out
 }
 
+// checkWriteConcern refuses a malformed writeConcern before the command
+// runs, with mongod's parse errors.
+func checkWriteConcern(req *Request) *CmdError {
+	v, err := req.Body.LookupErr("writeConcern")
+	if err != nil {
+		return nil
+	}
+	wc, ok := v.DocumentOK()
+	if !ok {
+		return cerr(14, "BSON field 'writeConcern' is the wrong type '%s', expected type 'object'", typeName(v.Type))
+	}
+	if w, err := wc.LookupErr("w"); err == nil {
+		if x, ok := numberOK(w); ok {
+			if x < 0 || x > 50 {
+				return cerr(9, "w has to be a non-negative number and not greater than 50; found: %v", x)
+			}
+		} else if _, ok := w.StringValueOK(); !ok {
+			return cerr(9, "w has to be a number or string; found: %s", typeName(w.Type))
+		}
+	}
+	if j, err := wc.LookupErr("j"); err == nil {
+		if _, ok := j.BooleanOK(); !ok {
+			if _, ok := numberOK(j); !ok {
+				return cerr(14, "BSON field 'j' is the wrong type '%s', expected types '[bool, long, int, decimal, double]'", typeName(j.Type))
+			}
+		}
+	}
+	return nil
+}
+
 func decodeWriteConcern(wc bson.Raw, provenance string) writeConcern {
 	out := writeConcern{w: int64(1), provenance: provenance}
 	_ = bson.Unmarshal(wc, &out.doc)
