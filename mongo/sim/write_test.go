@@ -268,6 +268,14 @@ func TestRetryableWritesAcrossFailover(t *testing.T) {
 	upd := bson.D{{Key: "update", Value: "k"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: "k"}}},
 		{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 10}}}}}}}}, {Key: "lsid", Value: lsid(3)}, {Key: "txnNumber", Value: int64(1)}, maj, db}
 	mustOK(rawCmd(t, ms[p].host, upd))
+	// findAndModify remove (pre-image) and upsert, each in its own session
+	remove := bson.D{{Key: "findAndModify", Value: "c"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "remove", Value: true},
+		{Key: "lsid", Value: lsid(4)}, {Key: "txnNumber", Value: int64(1)}, maj, db}
+	removed := mustOK(rawCmd(t, ms[p].host, remove))
+	upsert := bson.D{{Key: "findAndModify", Value: "k"}, {Key: "query", Value: bson.D{{Key: "_id", Value: "new"}}},
+		{Key: "update", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}, {Key: "upsert", Value: true}, {Key: "new", Value: true},
+		{Key: "lsid", Value: lsid(5)}, {Key: "txnNumber", Value: int64(1)}, maj, db}
+	upserted := mustOK(rawCmd(t, ms[p].host, upsert))
 
 	ms[p].kill()
 	var rest []*member
@@ -289,6 +297,15 @@ func TestRetryableWritesAcrossFailover(t *testing.T) {
 	if got, want := again.Lookup("value").String(), first.Lookup("value").String(); got != want {
 		t.Fatalf("retried findAndModify: %s, first reply %s", got, want)
 	}
+	for _, c := range []struct {
+		cmd   bson.D
+		first bson.Raw
+	}{{remove, removed}, {upsert, upserted}} {
+		r := mustOK(rawCmd(t, host, c.cmd))
+		if r.Lookup("value").String() != c.first.Lookup("value").String() || r.Lookup("lastErrorObject").String() != c.first.Lookup("lastErrorObject").String() {
+			t.Fatalf("retried %v: %v, first reply %v", c.cmd[0], r, c.first)
+		}
+	}
 	r = mustOK(rawCmd(t, host, upd))
 	if n, _ := r.Lookup("n").AsInt64OK(); n != 1 {
 		t.Fatalf("retried update: %v", r)
@@ -309,11 +326,15 @@ func TestRetryableWritesAcrossFailover(t *testing.T) {
 	c := rest[np].client(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if n, err := c.Database("test").Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != 4 {
+	// 2, 3, 4: the retry did not insert 1 again (its statement was applied, then removed)
+	if n, err := c.Database("test").Collection("c").CountDocuments(ctx, bson.D{}); err != nil || n != 3 {
 		t.Fatalf("documents after the retried batch: %d %v", n, err)
 	}
 	var got struct{ N int }
 	if err := c.Database("test").Collection("k").FindOne(ctx, bson.D{{Key: "_id", Value: "k"}}).Decode(&got); err != nil || got.N != 11 {
 		t.Fatalf("counter after retries: %d %v", got.N, err)
+	}
+	if err := c.Database("test").Collection("k").FindOne(ctx, bson.D{{Key: "_id", Value: "new"}}).Decode(&got); err != nil || got.N != 1 {
+		t.Fatalf("upserted counter after its retry: %d %v", got.N, err)
 	}
 }
