@@ -98,6 +98,15 @@ func (n *Node) awaitReadConcern(req *Request, rc readConcern) *CmdError {
 		return nil
 	}
 	committed := rc.level == "majority" || rc.level == "snapshot"
+	// A primary asked for a time past its own (a cluster time gossiped from
+	// elsewhere) writes a no-op at that time, as mongod does, not to wait
+	// for a write that may never come.
+	n.mu.Lock()
+	if n.state == StatePrimary && n.writable && tsLess(n.lastTS, target) && target.T <= uint32(time.Now().Unix())+1 {
+		n.lastTS = bson.Timestamp{T: target.T, I: max(target.I, 1) - 1}
+		_, _ = n.writeOplogLocked([]opSpec{{op: "n", o: mustRaw(bson.D{{Key: "msg", Value: "new cluster time"}}), stmt: -1}}, false)
+	}
+	n.mu.Unlock()
 	ok := n.waitFor(maxTimeDeadline(req), func() bool {
 		if committed {
 			return !tsLess(n.commit.TS, target)

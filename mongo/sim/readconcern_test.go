@@ -99,6 +99,14 @@ func TestSnapshotAndCausalReads(t *testing.T) {
 	if code, _ := r.Lookup("code").AsInt64OK(); code != 50 {
 		t.Fatalf("afterClusterTime in the future: %v", r)
 	}
+	// a primary asked for a cluster time past its last write gets there
+	// with a no-op instead of waiting for a write
+	r = rawCmd(t, host, bson.D{{Key: "find", Value: "s"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"},
+		{Key: "afterClusterTime", Value: bson.Timestamp{T: uint32(time.Now().Unix()), I: 1 << 20}}}},
+		{Key: "maxTimeMS", Value: 10000}, {Key: "$db", Value: "test"}})
+	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
+		t.Fatalf("afterClusterTime just past the primary's last write: %v", r)
+	}
 	// causal consistency through the driver
 	client := connect(t, rsURI(ms, ""))
 	sess, err := client.StartSession(options.Session().SetCausalConsistency(true))
