@@ -182,7 +182,11 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 		return nil
 	}
 	if t == nil || t.ref.number != num {
-		return transient(cerr(251, "Given transaction number %d does not match any in-progress transactions. The active transaction number is %d", num, num))
+		active := int64(-1)
+		if t != nil {
+			active = t.ref.number
+		}
+		return transient(cerr(251, "Given transaction number %d does not match any in-progress transactions. The active transaction number is %d", num, active))
 	}
 	switch t.state {
 	case txnAborted:
