@@ -172,6 +172,10 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, cerr(14, "%v", err)
 	}
+	ordered := true
+	if b, ok := req.Body.Lookup("ordered").BooleanOK(); ok {
+		ordered = b
+	}
 	out, err := func() (bson.D, error) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -199,7 +203,10 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			spec, ok := u.Lookup("u").DocumentOK()
 			if !ok {
 				writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
-				break
+				if ordered {
+					break
+				}
+				continue
 			}
 			multi, _ := u.Lookup("multi").BooleanOK()
 			upsert, _ := u.Lookup("upsert").BooleanOK()
@@ -213,17 +220,29 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 				i--
 				continue
 			}
+			if err := w.write(st.ops); err != nil {
+				// a document the write path refuses (e.g. a unique index) is
+				// this statement's write error
+				var ce *CmdError
+				if w.txn != nil || errors.Is(err, errNotWritable) || !errors.As(err, &ce) {
+					return nil, writeError(err)
+				}
+				writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg, ce.Extra...))
+				if ordered {
+					break
+				}
+				continue
+			}
 			matched += st.matched
 			modified += st.modified
 			if st.upserted.Type != 0 {
 				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: st.upserted}})
 			}
-			if err := w.write(st.ops); err != nil {
-				return nil, writeError(err)
-			}
-			if st.err != "" {
-				writeErrors = append(writeErrors, writeErr(i, 66, st.err))
-				break
+			if st.err != nil {
+				writeErrors = append(writeErrors, writeErr(i, st.err.Code, st.err.Msg, st.err.Extra...))
+				if ordered {
+					break
+				}
 			}
 		}
 		if len(writeErrors) > 0 && w.txn != nil {
@@ -249,7 +268,17 @@ type updateResult struct {
 	ops               []opSpec
 	matched, modified int32
 	upserted          bson.RawValue // _id of an upserted document
-	err               string        // an update that cannot apply (66)
+	err               *CmdError     // an update that cannot apply
+}
+
+// updateError keeps the code of an update operator's *CmdError, else 66
+// (the simulator's answer so far for any update error).
+func updateError(err error) *CmdError {
+	var ce *CmdError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return cerr(66, "%s", err.Error())
 }
 
 func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upsert bool, stmt int32) (updateResult, error) {
@@ -264,7 +293,7 @@ func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upser
 	for _, d := range docs {
 		nd, err := ApplyUpdate(d, spec, false)
 		if err != nil {
-			r.err = err.Error()
+			r.err = updateError(err)
 			return r, nil
 		}
 		r.matched++
@@ -276,7 +305,7 @@ func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upser
 	if len(docs) == 0 && upsert {
 		nd, err := ApplyUpdate(upsertBase(q), spec, true)
 		if err != nil {
-			r.err = err.Error()
+			r.err = updateError(err)
 			return r, nil
 		}
 		nd = idFirst(nd)

@@ -61,7 +61,7 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		case !remove && before != nil:
 			nd, err := ApplyUpdate(before, upd, false)
 			if err != nil {
-				return cerr(66, "%s", err.Error())
+				return updateError(err)
 			}
 			after = nd
 			op = &opSpec{op: "u", ns: ns, o: nd, o2: idFilter(before.Lookup("_id"))}
@@ -69,7 +69,7 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		case !remove && upsert:
 			nd, err := ApplyUpdate(upsertBase(q), upd, true)
 			if err != nil {
-				return cerr(66, "%s", err.Error())
+				return updateError(err)
 			}
 			nd = idFirst(nd)
 			after = nd
