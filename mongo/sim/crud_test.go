@@ -65,3 +65,33 @@ func TestFindAndModifyDistinctAndNaturalOrder(t *testing.T) {
 		t.Fatal("_id not first")
 	}
 }
+
+// An unordered update goes on past a failing statement; an ordered one stops.
+func TestUpdateOrderedAndUnordered(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DBPath = t.TempDir()
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.store.Close() }()
+	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	c.handle(&Request{Body: mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "$db", Value: "t"}})})
+	for _, ordered := range []bool{true, false} {
+		reply, _ := c.handle(&Request{Body: mustRaw(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+			bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{}}},
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}},
+		}}, {Key: "ordered", Value: ordered}, {Key: "$db", Value: "t"}})})
+		r := mustRaw(reply)
+		want := int32(1)
+		if ordered {
+			want = 0
+		}
+		if got := r.Lookup("nModified").Int32(); got != want {
+			t.Fatalf("ordered %v: %v", ordered, r)
+		}
+		if errs, _ := r.Lookup("writeErrors").Array().Values(); len(errs) != 1 {
+			t.Fatalf("ordered %v: %v", ordered, r)
+		}
+	}
+}
