@@ -97,6 +97,25 @@ func (n *Node) awaitReadConcern(req *Request, rc readConcern) *CmdError {
 	if target.IsZero() {
 		return nil
 	}
+	// a time past the cluster time (ours, or one the client gossips) cannot
+	// have been handed out by the cluster
+	clusterTime := bson.Timestamp{}
+	if t, i, ok := req.Body.Lookup("$clusterTime", "clusterTime").TimestampOK(); ok {
+		clusterTime = bson.Timestamp{T: t, I: i}
+	}
+	n.mu.Lock()
+	if tsLess(clusterTime, n.lastTS) {
+		clusterTime = n.lastTS
+	}
+	n.mu.Unlock()
+	if tsLess(clusterTime, target) {
+		field := "afterClusterTime"
+		if !rc.at.IsZero() {
+			field = "atClusterTime"
+		}
+		return cerr(72, "readConcern %s value must not be greater than the current clusterTime. Requested clusterTime: { ts: Timestamp(%d, %d) }; current clusterTime: { ts: Timestamp(%d, %d) }",
+			field, target.T, target.I, clusterTime.T, clusterTime.I)
+	}
 	committed := rc.level == "majority" || rc.level == "snapshot"
 	// A primary asked for a time past its own (a cluster time gossiped from
 	// elsewhere) writes a no-op at that time, as mongod does, not to wait

@@ -92,17 +92,25 @@ func TestSnapshotAndCausalReads(t *testing.T) {
 	if code, _ := r.Lookup("code").AsInt64OK(); code != 239 {
 		t.Fatalf("snapshot read an hour back: %v", r)
 	}
-	// afterClusterTime in the future: waits, then maxTimeMS
+	// afterClusterTime past any cluster time: 72; past this member's but
+	// within the cluster time the client gossips: waits, then maxTimeMS (50)
 	s := (p + 1) % 3
-	r = rawCmd(t, ms[s].host, bson.D{{Key: "find", Value: "s"}, {Key: "readConcern", Value: bson.D{{Key: "afterClusterTime", Value: bson.Timestamp{T: t1 + 3600, I: 1}}}},
-		{Key: "maxTimeMS", Value: 300}, {Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondary"}}}, {Key: "$db", Value: "test"}})
+	future := bson.Timestamp{T: t1 + 3600, I: 1}
+	after := bson.D{{Key: "find", Value: "s"}, {Key: "readConcern", Value: bson.D{{Key: "afterClusterTime", Value: future}}},
+		{Key: "maxTimeMS", Value: 300}, {Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondary"}}}, {Key: "$db", Value: "test"}}
+	r = rawCmd(t, ms[s].host, after)
+	if code, _ := r.Lookup("code").AsInt64OK(); code != 72 {
+		t.Fatalf("afterClusterTime past the cluster time: %v", r)
+	}
+	r = rawCmd(t, ms[s].host, append(after, bson.E{Key: "$clusterTime", Value: bson.D{{Key: "clusterTime", Value: future}}}))
 	if code, _ := r.Lookup("code").AsInt64OK(); code != 50 {
-		t.Fatalf("afterClusterTime in the future: %v", r)
+		t.Fatalf("afterClusterTime not reached: %v", r)
 	}
 	// a primary asked for a cluster time past its last write gets there
 	// with a no-op instead of waiting for a write
+	gossiped := bson.Timestamp{T: uint32(time.Now().Unix()), I: 1 << 20}
 	r = rawCmd(t, host, bson.D{{Key: "find", Value: "s"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "majority"},
-		{Key: "afterClusterTime", Value: bson.Timestamp{T: uint32(time.Now().Unix()), I: 1 << 20}}}},
+		{Key: "afterClusterTime", Value: gossiped}}}, {Key: "$clusterTime", Value: bson.D{{Key: "clusterTime", Value: gossiped}}},
 		{Key: "maxTimeMS", Value: 10000}, {Key: "$db", Value: "test"}})
 	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
 		t.Fatalf("afterClusterTime just past the primary's last write: %v", r)
