@@ -338,3 +338,63 @@ func TestRetryableWritesAcrossFailover(t *testing.T) {
 		t.Fatalf("upserted counter after its retry: %d %v", got.N, err)
 	}
 }
+
+// Increments through the driver's retryable findAndModify while the
+// primary is SIGKILLed: every acknowledged increment counts exactly once
+// (a retry of one applied before the failover is answered, not applied
+// again); an unacknowledged one at most once.
+func TestRetriedIncrementsCountOnceAcrossFailover(t *testing.T) {
+	ms, p := initiated(t, 3, fastSettings)
+	client := connect(t, rsURI(ms, ""))
+	coll := client.Database("test").Collection("inc")
+	ctx0, cancel0 := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel0()
+	if _, err := coll.InsertOne(ctx0, bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: 0}}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	acked, failed := 0, 0
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err := coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 1}}, bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}).Err()
+				cancel()
+				mu.Lock()
+				if err == nil {
+					acked++
+				} else {
+					failed++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	count := func() int { mu.Lock(); defer mu.Unlock(); return acked }
+	waitFor(t, 20*time.Second, "increments before the kill", func() bool { return count() >= 40 })
+	ms[p].kill()
+	before := count()
+	waitFor(t, 40*time.Second, "increments after the failover", func() bool { return count() >= before+40 })
+	close(stop)
+	wg.Wait()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got struct{ N int }
+	if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Decode(&got); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if got.N < acked || got.N > acked+failed {
+		t.Fatalf("counter %d after %d acknowledged and %d failed increments", got.N, acked, failed)
+	}
+}
