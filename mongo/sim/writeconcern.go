@@ -97,9 +97,9 @@ func decodeWriteConcern(wc bson.Raw, provenance string) writeConcern {
 	return out
 }
 
-// implicitDefaultWLocked is mongod's implicit default write concern: w:1
-// when arbiters leave a majority of voters no larger than the voting
-// data-bearing members' count... otherwise w:"majority" (mongod 5.0+).
+// implicitDefaultWLocked is mongod's implicit default write concern
+// (5.0+): w:1 when the set has arbiters and its voting data-bearing
+// members are no more than a voting majority (PSA), else w:"majority".
 func (n *Node) implicitDefaultWLocked() any {
 	if n.rs == nil {
 		return "majority"
