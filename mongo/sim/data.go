@@ -28,7 +28,8 @@ func NewData() *Data {
 	return &Data{dbs: map[string]map[string]*Collection{}, sessions: map[string]*sessionRecord{}}
 }
 
-// Clone returns an independent copy (documents are immutable and shared).
+// Clone returns an independent copy of the documents (immutable, so
+// shared) for a transaction's snapshot; session records are left out.
 func (d *Data) Clone() *Data {
 	out := NewData()
 	for db, m := range d.dbs {
@@ -41,9 +42,6 @@ func (d *Data) Clone() *Data {
 			cm[name] = nc
 		}
 		out.dbs[db] = cm
-	}
-	for k, v := range d.sessions {
-		out.sessions[k] = v.clone()
 	}
 	return out
 }

@@ -29,15 +29,6 @@ type stmtRecord struct {
 	image bson.Raw      // findAndModify's pre- or post-image
 }
 
-func (r *sessionRecord) clone() *sessionRecord {
-	out := *r
-	out.stmts = make(map[int32]stmtRecord, len(r.stmts))
-	for k, v := range r.stmts {
-		out.stmts[k] = v
-	}
-	return &out
-}
-
 // recordSession notes an entry's statement or committed transaction;
 // pre and post are the document before and after the entry.
 func (d *Data) recordSession(e OplogEntry, pre, post bson.Raw) {
