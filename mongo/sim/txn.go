@@ -154,11 +154,18 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 	}
 	t := n.txns.bySession[key]
 	if start {
-		if t != nil && t.ref.number == num {
-			return cerr(256, "Transaction with { txnNumber: %d } has been committed.", num)
+		// the same number again restarts only an aborted transaction
+		state := ""
+		if r := n.data.session(key); r != nil && r.txnNumber == num && r.committed {
+			state = "Committed"
 		}
-		if r := n.data.session(key); r != nil && r.txnNumber == num {
-			return cerr(256, "Transaction with { txnNumber: %d } has been committed.", num)
+		if t != nil && t.ref.number == num && t.state == txnActive {
+			state = "InProgress"
+		} else if t != nil && t.ref.number == num && t.state == txnCommitted {
+			state = "Committed"
+		}
+		if state != "" {
+			return cerr(50911, "Cannot start a transaction at given transaction number %d a transaction with the same number is in state TxnState::%s", num, state)
 		}
 		t = &transaction{ref: &txnRef{lsid: lsid, number: num}, term: n.term, started: time.Now(), touched: map[string]bool{}}
 		switch {

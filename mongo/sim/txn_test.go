@@ -182,6 +182,9 @@ func TestTransactionWriteConflict(t *testing.T) {
 	if r := start(3); r.Lookup("code").Type == 0 || r.Lookup("code").Int32() != 225 {
 		t.Fatalf("start transaction 3 after 5: %v", r)
 	}
+	if r := start(5); r.Lookup("code").Type == 0 || r.Lookup("code").Int32() != 50911 {
+		t.Fatalf("start transaction 5 again while in progress: %v", r)
+	}
 	// malformed write concerns are refused before the write
 	for _, w := range []any{-1, bson.A{1}} {
 		r := rawCmd(t, ms[0].host, bson.D{{Key: "insert", Value: "acct"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: "bad"}}}},
