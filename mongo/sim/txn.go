@@ -85,9 +85,10 @@ func (n *Node) highestTxnLocked(key string) (int64, bool) {
 	return h, ok
 }
 
-// beginStatement checks a request's txnNumber against its session before
-// the command runs: TransactionTooOld for stale numbers, and for
-// transactions the statement rules and the start of a new transaction.
+// beginStatement checks a request before its command runs: a malformed
+// writeConcern; its txnNumber against its session (225 for stale
+// numbers); for transactions the statement rules and the start of a new
+// transaction.
 func (c *conn) beginStatement(req *Request, name string) *CmdError {
 	n := c.n
 	if e := checkWriteConcern(req); e != nil {
