@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"go.mongodb.org/mongo-driver/v2/mongo/readconcern"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
@@ -53,6 +54,32 @@ func TestTransactionCommitAbortAndFailover(t *testing.T) {
 	}
 	if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 4 {
 		t.Fatalf("after commit: %d %v", n, err)
+	}
+	// every member applies the commit's applyOps entry
+	for _, m := range ms {
+		waitFor(t, 20*time.Second, "the transaction on "+m.host, func() bool {
+			c := m.shortClient()
+			defer func() { _ = c.Disconnect(context.Background()) }()
+			n, err := c.Database("test").Collection("t", options.Collection().SetReadPreference(readpref.PrimaryPreferred())).
+				CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{0, 1, 2}}}}})
+			return err == nil && n == 3
+		})
+	}
+	// reads in a transaction see its snapshot, not later writes of others
+	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
+		if n, err := coll.CountDocuments(sc, bson.D{}); err != nil || n != 4 {
+			return nil, fmt.Errorf("first read: %d %v", n, err)
+		}
+		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "later"}}); err != nil {
+			return nil, err
+		}
+		if n, err := coll.CountDocuments(sc, bson.D{}); err != nil || n != 4 {
+			return nil, fmt.Errorf("read after another client's insert: %d %v", n, err)
+		}
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	// abort
 	if err := sess.StartTransaction(); err != nil {
