@@ -45,6 +45,9 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	if e != nil {
 		return nil, bson.Timestamp{}, e
 	}
+	if rc.level == "snapshot" && !inTransaction(req) && !snapshotCommands[req.Name()] {
+		return nil, bson.Timestamp{}, cerr(72, "Command %s does not support { readConcern: { level: \"snapshot\" } }", req.Name())
+	}
 	if e := n.awaitReadConcern(req, rc); e != nil {
 		return nil, bson.Timestamp{}, e
 	}
@@ -77,6 +80,9 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	out, err := filterDocs(docs, filter)
 	return out, at, err
 }
+
+// snapshotCommands take readConcern snapshot outside transactions (5.0+).
+var snapshotCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
 
 // filterDocs keeps the documents that match filter (all when nil).
 func filterDocs(docs []bson.Raw, filter bson.Raw) ([]bson.Raw, error) {

@@ -88,6 +88,10 @@ func TestSnapshotAndCausalReads(t *testing.T) {
 	if x, _ := r.Lookup("cursor", "firstBatch", "0", "x").AsInt64OK(); x != 1 {
 		t.Fatalf("snapshot read at the insert's time: %v", r)
 	}
+	r = rawCmd(t, host, bson.D{{Key: "count", Value: "s"}, {Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"}}}, {Key: "$db", Value: "test"}})
+	if code, _ := r.Lookup("code").AsInt64OK(); code != 72 {
+		t.Fatalf("count with snapshot: %v", r)
+	}
 	r = find(bson.D{{Key: "level", Value: "snapshot"}, {Key: "atClusterTime", Value: bson.Timestamp{T: t1 - 3600, I: 1}}})
 	if code, _ := r.Lookup("code").AsInt64OK(); code != 239 {
 		t.Fatalf("snapshot read an hour back: %v", r)
