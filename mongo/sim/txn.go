@@ -310,7 +310,11 @@ func (c *conn) cmdCommitTransaction(req *Request) (bson.D, error) {
 	}
 	out := bson.D{}
 	if wce := n.awaitWriteConcern(req); wce != nil {
-		out = append(out, bson.E{Key: "writeConcernError", Value: wce}, bson.E{Key: "errorLabels", Value: bson.A{"UnknownTransactionCommitResult"}})
+		labels := bson.A{"UnknownTransactionCommitResult"}
+		if retryableCodes[wce[0].Value.(int32)] {
+			labels = append(labels, "RetryableWriteError")
+		}
+		out = append(out, bson.E{Key: "writeConcernError", Value: wce}, bson.E{Key: "errorLabels", Value: labels})
 	}
 	return out, nil
 }
