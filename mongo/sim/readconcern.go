@@ -20,11 +20,12 @@ type readConcern struct {
 func tsLess(a, b bson.Timestamp) bool { return a.T < b.T || a.T == b.T && a.I < b.I }
 
 // parseReadConcern reads the request's readConcern, or the cluster-wide
-// default when it names no level.
+// default when it names no level (for a transaction, at its start).
 func (n *Node) parseReadConcern(req *Request) (readConcern, *CmdError) {
 	rc := readConcern{level: "local"}
 	doc, ok := req.Body.Lookup("readConcern").DocumentOK()
-	if lvl := doc.Lookup("level"); lvl.Type == 0 && !inTransaction(req) {
+	start, _ := req.Body.Lookup("startTransaction").BooleanOK()
+	if lvl := doc.Lookup("level"); lvl.Type == 0 && (!inTransaction(req) || start) {
 		if v, ok := n.defaultsDoc().Lookup("defaultReadConcern", "level").StringValueOK(); ok {
 			rc.level = v
 		}
