@@ -155,6 +155,9 @@ func (c *conn) beginStatement(req *Request, name string) *CmdError {
 	}
 	t := n.txns.bySession[key]
 	if start {
+		if n.state != StatePrimary || !n.writable {
+			return cerr(10107, "read preference in a transaction must be primary")
+		}
 		// the same number again restarts only an aborted transaction
 		state := ""
 		if r := n.data.session(key); r != nil && r.txnNumber == num && r.committed {
