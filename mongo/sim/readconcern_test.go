@@ -119,6 +119,13 @@ func TestSnapshotAndCausalReads(t *testing.T) {
 	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
 		t.Fatalf("afterClusterTime just past the primary's last write: %v", r)
 	}
+	// a transaction cannot start on a secondary
+	r = rawCmd(t, ms[s].host, bson.D{{Key: "find", Value: "s"}, {Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}},
+		{Key: "txnNumber", Value: int64(1)}, {Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false},
+		{Key: "$readPreference", Value: bson.D{{Key: "mode", Value: "secondary"}}}, {Key: "$db", Value: "test"}})
+	if code, _ := r.Lookup("code").AsInt64OK(); code != 10107 {
+		t.Fatalf("transaction on a secondary: %v", r)
+	}
 	// causal consistency through the driver
 	client := connect(t, rsURI(ms, ""))
 	sess, err := client.StartSession(options.Session().SetCausalConsistency(true))
