@@ -54,7 +54,7 @@ func init() {
 		"serverStatus":            {fn: (*conn).cmdServerStatus, action: actClusterMonitor},
 		"getCmdLineOpts":          {fn: (*conn).cmdGetCmdLineOpts, action: actClusterMonitor},
 		"connectionStatus":        {fn: (*conn).cmdConnectionStatus, noAuth: true},
-		"endSessions":             {fn: (*conn).cmdOK, noAuth: true},
+		"endSessions":             {fn: (*conn).cmdEndSessions, noAuth: true},
 		"logout":                  {fn: (*conn).cmdLogout, noAuth: true},
 		"getLog":                  {fn: (*conn).cmdGetLog, action: actClusterMonitor},
 		"hostInfo":                {fn: (*conn).cmdHostInfo, action: actClusterMonitor},

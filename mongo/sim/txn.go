@@ -368,3 +368,23 @@ func txnErrorLabels(req *Request, name string, e *CmdError) {
 		e.Labels = append(e.Labels, "TransientTransactionError")
 	}
 }
+
+// cmdEndSessions aborts the open transactions of the sessions ended, as
+// mongod does, so their documents are free at once.
+func (c *conn) cmdEndSessions(req *Request) (bson.D, error) {
+	n := c.n
+	arr, _ := req.Body.Lookup("endSessions").ArrayOK()
+	vals, _ := arr.Values()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, v := range vals {
+		lsid, ok := v.DocumentOK()
+		if !ok {
+			continue
+		}
+		if t := n.txns.bySession[sessionKey(lsid)]; t != nil && t.state == txnActive {
+			n.endTxnLocked(t, txnAborted)
+		}
+	}
+	return bson.D{}, nil
+}

@@ -216,6 +216,20 @@ func TestTransactionWriteConflict(t *testing.T) {
 			t.Fatalf("writeConcern w:%v: %v", w, r)
 		}
 	}
+	// endSessions aborts a session's open transaction: its document is free
+	lsid3 := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("abandoned-sessio")}}}
+	r = rawCmd(t, ms[0].host, bson.D{{Key: "update", Value: "acct"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}}, {Key: "lsid", Value: lsid3}, {Key: "txnNumber", Value: int64(1)},
+		{Key: "startTransaction", Value: true}, {Key: "autocommit", Value: false}, {Key: "$db", Value: "test"}})
+	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
+		t.Fatalf("update in a transaction: %v", r)
+	}
+	rawCmd(t, ms[0].host, bson.D{{Key: "endSessions", Value: bson.A{lsid3}}, {Key: "$db", Value: "admin"}})
+	r = rawCmd(t, ms[0].host, bson.D{{Key: "update", Value: "acct"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}},
+		{Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}}}}, {Key: "maxTimeMS", Value: 2000}, {Key: "$db", Value: "test"}})
+	if ok, _ := r.Lookup("ok").AsFloat64OK(); ok != 1 {
+		t.Fatalf("write after the holding session ended: %v", r)
+	}
 	// commit of an unknown transaction: 251 NoSuchTransaction
 	r = rawCmd(t, ms[0].host, bson.D{{Key: "commitTransaction", Value: 1},
 		{Key: "lsid", Value: bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: make([]byte, 16)}}}}, {Key: "txnNumber", Value: int64(9)},
