@@ -2,9 +2,7 @@ package sim
 
 import (
 	"encoding/binary"
-	"encoding/hex"
-	"strconv"
-	"strings"
+	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -28,7 +26,7 @@ func (d *Data) Dump() []OplogEntry {
 	for _, db := range d.DBNames() {
 		out = append(out, d.dumpDB(db, true)...)
 	}
-	return append(out, d.dumpTxns()...)
+	return append(out, d.dumpSessions()...)
 }
 
 // dumpDB is Dump's part for one database; without docs it is only the
@@ -47,22 +45,18 @@ func (d *Data) dumpDB(db string, docs bool) []OplogEntry {
 	return out
 }
 
-// dumpTxns is Dump's retryable writes: as many no-ops carrying lsid and
-// txnNumber as the write had entries, which Apply counts again.
-func (d *Data) dumpTxns() []OplogEntry {
-	var out []OplogEntry
-	for key, count := range d.txns {
-		id, num, ok := strings.Cut(key, ":")
-		b, err := hex.DecodeString(id)
-		n, perr := strconv.ParseInt(num, 10, 64)
-		if !ok || err != nil || perr != nil {
-			continue
-		}
-		lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: b}}}
-		for range count {
-			out = append(out, NewOplogEntry(OpTime{}, "n", "", mustRaw(bson.D{{Key: "msg", Value: "retryable write"}}), nil, time.Time{},
-				bson.E{Key: "lsid", Value: lsid}, bson.E{Key: "txnNumber", Value: n}))
-		}
+// dumpSessions is Dump's retryable-write and transaction records: one
+// no-op per session carrying its record, which Apply restores.
+func (d *Data) dumpSessions() []OplogEntry {
+	keys := make([]string, 0, len(d.sessions))
+	for k := range d.sessions {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]OplogEntry, 0, len(keys))
+	for _, k := range keys {
+		o := bson.D{{Key: "msg", Value: "session record"}, {Key: "sessionRecord", Value: d.sessions[k].doc(k)}}
+		out = append(out, NewOplogEntry(OpTime{}, "n", "", mustRaw(o), nil, time.Time{}))
 	}
 	return out
 }

@@ -18,8 +18,8 @@ func TestDumpRebuildsTheSameData(t *testing.T) {
 	doc := func(id int, v string) bson.Raw { return mustRaw(bson.D{{Key: "_id", Value: id}, {Key: "v", Value: v}}) }
 	for _, e := range []OplogEntry{
 		NewOplogEntry(ot, "i", "a.x", doc(1, "one"), nil, time.Now()),
-		NewOplogEntry(ot, "i", "a.x", doc(2, "two"), nil, time.Now(), bson.E{Key: "lsid", Value: lsid}, bson.E{Key: "txnNumber", Value: int64(7)}),
-		NewOplogEntry(ot, "i", "a.x", doc(3, "three"), nil, time.Now(), bson.E{Key: "lsid", Value: lsid}, bson.E{Key: "txnNumber", Value: int64(7)}),
+		NewOplogEntry(ot, "i", "a.x", doc(2, "two"), nil, time.Now(), bson.E{Key: "lsid", Value: lsid}, bson.E{Key: "txnNumber", Value: int64(7)}, bson.E{Key: "stmtId", Value: int32(0)}),
+		NewOplogEntry(ot, "i", "a.x", doc(3, "three"), nil, time.Now(), bson.E{Key: "lsid", Value: lsid}, bson.E{Key: "txnNumber", Value: int64(7)}, bson.E{Key: "stmtId", Value: int32(1)}),
 		NewOplogEntry(ot, "u", "a.x", doc(1, "uno"), mustRaw(bson.D{{Key: "_id", Value: 1}}), time.Now()),
 		NewOplogEntry(ot, "d", "a.x", mustRaw(bson.D{{Key: "_id", Value: 2}}), nil, time.Now()),
 		NewOplogEntry(ot, "c", "b.$cmd", mustRaw(bson.D{{Key: "create", Value: "empty"}}), nil, time.Now()),
@@ -35,9 +35,8 @@ func TestDumpRebuildsTheSameData(t *testing.T) {
 	if !reflect.DeepEqual(r.Coll("a", "x", false).Docs(), d.Coll("a", "x", false).Docs()) {
 		t.Fatalf("documents differ: %v / %v", r.Coll("a", "x", false).Docs(), d.Coll("a", "x", false).Docs())
 	}
-	key := (&txnRef{lsid: lsid, number: 7}).key()
-	if n, ok := r.TxnDone(key); !ok || n != 2 {
-		t.Fatalf("retryable write record %d %v, want 2", n, ok)
+	if got, want := r.session(sessionKey(lsid)), d.session(sessionKey(lsid)); got == nil || !reflect.DeepEqual(got, want) || len(got.stmts) != 2 {
+		t.Fatalf("retryable write record %+v, want %+v with 2 statements", got, want)
 	}
 	if got := replayData(d.dumpDB("a", false)); len(got.Coll("a", "x", false).Docs()) != 0 || !reflect.DeepEqual(got.CollNames("a"), []string{"x"}) {
 		t.Fatalf("definitions of a: %v", got.CollNames("a"))

@@ -59,7 +59,7 @@ func (c *conn) cmdClone(req *Request) (bson.D, error) {
 		dbs = append(dbs, bson.D{{Key: "name", Value: db}, {Key: "entries", Value: defs}, {Key: "sizes", Value: sizes}})
 	}
 	txns := bson.A{}
-	for _, e := range n.committed.dumpTxns() {
+	for _, e := range n.committed.dumpSessions() {
 		txns = append(txns, e.Raw)
 	}
 	return append(d, bson.E{Key: "databases", Value: dbs}, bson.E{Key: "entries", Value: txns}), nil

@@ -51,7 +51,7 @@ func init() {
 		"serverStatus":            {fn: (*conn).cmdServerStatus, action: actClusterMonitor},
 		"getCmdLineOpts":          {fn: (*conn).cmdGetCmdLineOpts, action: actClusterMonitor},
 		"connectionStatus":        {fn: (*conn).cmdConnectionStatus, noAuth: true},
-		"endSessions":             {fn: (*conn).cmdOK, noAuth: true},
+		"endSessions":             {fn: (*conn).cmdEndSessions, noAuth: true},
 		"logout":                  {fn: (*conn).cmdLogout, noAuth: true},
 		"getLog":                  {fn: (*conn).cmdGetLog, action: actClusterMonitor},
 		"hostInfo":                {fn: (*conn).cmdHostInfo, action: actClusterMonitor},
@@ -128,6 +128,9 @@ func init() {
 		"dbhash":                         {fn: (*conn).cmdDBHash, class: classRead, action: "dbHash"},
 		"getDiagnosticData":              {fn: (*conn).cmdGetDiagnosticData, action: "serverStatus"},
 		"explain":                        {fn: (*conn).cmdExplain, class: classRead, action: actRead},
+		// write slice: transactions (mongod checks no privilege for these)
+		"commitTransaction": {fn: (*conn).cmdCommitTransaction, class: classWrite, action: actNone},
+		"abortTransaction":  {fn: (*conn).cmdAbortTransaction, class: classWrite, action: actNone},
 	}
 }
 
@@ -140,8 +143,9 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 	n := c.n
 	name := req.Name()
 	_, txnErr := req.Body.LookupErr("txnNumber")
-	retryable := txnErr == nil
+	retryable := txnErr == nil && (!inTransaction(req) || name == "commitTransaction" || name == "abortTransaction")
 	fail := func(e *CmdError) (bson.D, bool) {
+		txnErrorLabels(req, name, e)
 		d := n.errorDoc(e, retryable && commands[name].class == classWrite)
 		if n.cfg.ReplSet != "" {
 			d = append(d, n.clusterTimeFields()...)
@@ -171,6 +175,9 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 		if e := n.checkCanRun(cmd.class, req, !c.helloOk); e != nil {
 			return fail(e)
 		}
+	}
+	if e := c.beginStatement(req, name); e != nil {
+		return fail(e)
 	}
 	out, err := c.safeCall(cmd.fn, req)
 	if err != nil {
@@ -319,32 +326,4 @@ func (c *conn) cmdFsync(req *Request) (bson.D, error) {
 		return nil, cerr(115, "fsync lock is not supported by mongod-sim")
 	}
 	return bson.D{{Key: "numFiles", Value: int32(1)}}, nil
-}
-
-func (c *conn) cmdGetDefaultRWConcern(*Request) (bson.D, error) {
-	c.n.mu.Lock()
-	wc := c.n.defaultWC
-	c.n.mu.Unlock()
-	src := "implicit"
-	if wc == nil {
-		wc = bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: int32(0)}}
-	} else {
-		src = "global"
-	}
-	return bson.D{{Key: "defaultReadConcern", Value: bson.D{{Key: "level", Value: "local"}}},
-		{Key: "defaultWriteConcern", Value: wc}, {Key: "defaultWriteConcernSource", Value: src},
-		{Key: "defaultReadConcernSource", Value: "implicit"}, {Key: "localUpdateWallClockTime", Value: bson.NewDateTimeFromTime(time.Now())}}, nil
-}
-
-// cmdSetDefaultRWConcern records the default write concern (not replicated,
-// and not applied to writes: they use what the client sends or w:1).
-func (c *conn) cmdSetDefaultRWConcern(req *Request) (bson.D, error) {
-	if wc, ok := req.Body.Lookup("defaultWriteConcern").DocumentOK(); ok {
-		var d bson.D
-		_ = bson.Unmarshal(wc, &d)
-		c.n.mu.Lock()
-		c.n.defaultWC = d
-		c.n.mu.Unlock()
-	}
-	return c.cmdGetDefaultRWConcern(req)
 }

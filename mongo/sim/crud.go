@@ -1,9 +1,8 @@
 package sim
 
 import (
-	"fmt"
+	"errors"
 	"strings"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -16,98 +15,16 @@ func collName(req *Request, cmd string) (string, *CmdError) {
 	return s, nil
 }
 
-// writeConcern parses {w, wtimeout}.
-func parseWriteConcern(req *Request) (w any, wtimeout time.Duration, doc bson.Raw) {
-	wc, ok := req.Body.Lookup("writeConcern").DocumentOK()
-	if !ok {
-		return int64(1), 0, nil
-	}
-	w = int64(1)
-	if v, err := wc.LookupErr("w"); err == nil {
-		if s, ok := v.StringValueOK(); ok {
-			w = s
-		} else if n, ok := numberOK(v); ok {
-			w = int64(n)
-		}
-	}
-	if v, ok := numberOK(wc.Lookup("wtimeout")); ok {
-		wtimeout = time.Duration(v) * time.Millisecond
-	}
-	return w, wtimeout, wc
-}
-
-// awaitWriteConcern waits for the last write of this node to satisfy the
-// request's write concern; it returns a writeConcernError document or nil.
-func (n *Node) awaitWriteConcern(req *Request) bson.D {
-	if n.cfg.ReplSet == "" {
-		return nil
-	}
-	w, wtimeout, wcDoc := parseWriteConcern(req)
-	n.mu.Lock()
-	target := n.applied
-	term := n.term
-	dataBearing := 0
-	for _, m := range n.rs.Members {
-		if !m.ArbiterOnly {
-			dataBearing++
-		}
-	}
-	n.mu.Unlock()
-	var cond func() bool
-	switch x := w.(type) {
-	case string:
-		if x != "majority" {
-			return bson.D{{Key: "code", Value: int32(79)}, {Key: "codeName", Value: codeName(79)}, {Key: "errmsg", Value: fmt.Sprintf("No write concern mode named '%s' found in replica set configuration", x)}}
-		}
-		cond = func() bool { return !n.commit.Less(target) || n.term != term || n.state != StatePrimary }
-	case int64:
-		if x <= 1 {
-			return nil
-		}
-		if int(x) > dataBearing {
-			return bson.D{{Key: "code", Value: int32(100)}, {Key: "codeName", Value: codeName(100)}, {Key: "errmsg", Value: "Not enough data-bearing nodes"}}
-		}
-		cond = func() bool {
-			return n.membersAppliedLocked(target, false) >= int(x) || n.term != term || n.state != StatePrimary
-		}
-	}
-	deadline := time.Now().Add(365 * 24 * time.Hour)
-	if wtimeout > 0 {
-		deadline = time.Now().Add(wtimeout)
-	}
-	ok := n.waitFor(deadline, cond)
-	n.mu.Lock()
-	stepped := n.term != term || n.state != StatePrimary
-	n.mu.Unlock()
-	if stepped {
-		return bson.D{{Key: "code", Value: int32(189)}, {Key: "codeName", Value: codeName(189)}, {Key: "errmsg", Value: "Primary stepped down while waiting for replication"}}
-	}
-	if !ok {
-		wcd := bson.D{}
-		if wcDoc != nil {
-			_ = bson.Unmarshal(wcDoc, &wcd)
-		}
-		wcd = append(wcd, bson.E{Key: "provenance", Value: "clientSupplied"})
-		return bson.D{{Key: "code", Value: int32(64)}, {Key: "codeName", Value: codeName(64)}, {Key: "errmsg", Value: "waiting for replication timed out"},
-			{Key: "errInfo", Value: bson.D{{Key: "wtimeout", Value: true}, {Key: "writeConcern", Value: wcd}}}}
-	}
-	return nil
-}
-
-func (c *conn) finishWrite(req *Request, d bson.D) bson.D {
-	if wce := c.n.awaitWriteConcern(req); wce != nil {
-		d = append(d, bson.E{Key: "writeConcernError", Value: wce})
-		if _, err := req.Body.LookupErr("txnNumber"); err == nil && retryableCodes[wce[0].Value.(int32)] {
-			d = append(d, bson.E{Key: "errorLabels", Value: bson.A{"RetryableWriteError"}})
-		}
-	}
-	return d
-}
-
 func writeErr(index int, code int32, msg string, extra ...bson.E) bson.D {
 	d := bson.D{{Key: "index", Value: int32(index)}, {Key: "code", Value: code}}
 	d = append(d, extra...)
 	return append(d, bson.E{Key: "errmsg", Value: msg})
+}
+
+func dupKeyErr(i int, ns string, id bson.RawValue) bson.D {
+	e := &DuplicateKeyError{NS: ns, Index: "_id_", KeyPattern: mustRaw(bson.D{{Key: "_id", Value: int32(1)}}),
+		KeyValue: bson.D{{Key: "_id", Value: id}}, Shown: "{ _id: " + formatValue(id) + " }"}
+	return writeErr(i, 11000, e.Error(), e.fields()...)
 }
 
 func (c *conn) cmdInsert(req *Request) (bson.D, error) {
@@ -126,39 +43,122 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 	if b, ok := req.Body.Lookup("ordered").BooleanOK(); ok {
 		ordered = b
 	}
-	var writeErrors bson.A
-	inserted := 0
-	txn := retryableWrite(req)
-	n.mu.Lock()
-	if cnt, done := n.data.TxnDone(txn.key()); txn != nil && done {
-		n.mu.Unlock()
-		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}}), nil
-	}
-	for i, d := range docs {
-		d = idFirst(d)
-		if _, err := n.writeOplogLocked([]opSpec{{op: "i", ns: ns, o: d, txn: txn}}, false); err != nil {
-			if we, ok := writeErrorOf(err, i); ok {
-				writeErrors = append(writeErrors, we)
+	out, err := func() (bson.D, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return nil, e
+		}
+		var writeErrors bson.A
+		inserted := 0
+		var ops []opSpec
+		var index []int // statement of each op
+		pending := map[string]bool{}
+		// flush writes the batch so far as one oplog write (one fsync).
+		flush := func() error {
+			defer func() { ops, index = nil, nil }()
+			switch err := w.write(ops); {
+			case err == nil:
+				inserted += len(ops)
+			case w.txn != nil || errors.Is(err, errNotWritable):
+				return writeError(err)
+			default:
+				// The batch was refused as a whole (e.g. a unique index):
+				// write document by document to report each failure.
+				var ce *CmdError
+				for k, op := range ops {
+					err := w.write([]opSpec{op})
+					if err == nil {
+						inserted++
+						continue
+					}
+					if !errors.As(err, &ce) {
+						return writeError(err)
+					}
+					writeErrors = append(writeErrors, writeErr(index[k], ce.Code, ce.Msg, ce.Extra...))
+					if ordered {
+						break
+					}
+				}
+			}
+			return nil
+		}
+		for i := 0; i < len(docs); i++ {
+			if _, ok := w.done(i); ok {
+				inserted++ // applied by an earlier attempt of this retryable write
+				continue
+			}
+			d := idFirst(docs[i])
+			id := d.Lookup("_id")
+			op := opSpec{op: "i", ns: ns, o: d, stmt: w.stmt(i)}
+			if w.txn == nil && n.holderLocked(docKey(op), nil) != nil {
+				if err := flush(); err != nil {
+					return nil, err
+				}
+				if ordered && len(writeErrors) > 0 {
+					break
+				}
+				if again, err := w.blocked([]opSpec{op}); err != nil {
+					return nil, err
+				} else if again {
+					i--
+					continue
+				}
+			}
+			if w.view().Coll(db, coll, false).Get(id) != nil || pending[idKey(id)] {
+				writeErrors = append(writeErrors, dupKeyErr(i, ns, id))
 				if ordered {
 					break
 				}
 				continue
 			}
-			n.mu.Unlock()
-			if inserted == 0 {
-				return nil, cerr(10107, "not primary")
-			}
-			return bson.D{{Key: "n", Value: int32(inserted)}}, nil
+			pending[idKey(id)] = true
+			ops = append(ops, op)
+			index = append(index, i)
 		}
-		inserted++
-	}
-	n.mu.Unlock()
-	out := bson.D{{Key: "n", Value: int32(inserted)}}
-	if len(writeErrors) > 0 {
-		out = append(out, bson.E{Key: "writeErrors", Value: writeErrors})
+		if err := flush(); err != nil {
+			return nil, err
+		}
+		if len(writeErrors) > 0 && w.txn != nil {
+			n.endTxnLocked(w.txn, txnAborted)
+		}
+		out := bson.D{{Key: "n", Value: int32(inserted)}}
+		if len(writeErrors) > 0 {
+			out = append(out, bson.E{Key: "writeErrors", Value: sortByIndex(writeErrors)})
+		}
+		return out, nil
+	}()
+	if err != nil {
+		return nil, err
 	}
 	return c.finishWrite(req, out), nil
 }
+
+// sortByIndex orders write errors by their statement index.
+func sortByIndex(errs bson.A) bson.A {
+	for i := 1; i < len(errs); i++ {
+		for j := i; j > 0 && errs[j].(bson.D)[0].Value.(int32) < errs[j-1].(bson.D)[0].Value.(int32); j-- {
+			errs[j], errs[j-1] = errs[j-1], errs[j]
+		}
+	}
+	return errs
+}
+
+// upsertBase is the document an upsert starts from: the query's equality
+// fields.
+func upsertBase(q bson.Raw) bson.Raw {
+	base := bson.D{}
+	fe, _ := q.Elements()
+	for _, f := range fe {
+		if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
+			base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
+		}
+	}
+	return mustRaw(base)
+}
+
+func idFilter(id bson.RawValue) bson.Raw { return mustRaw(bson.D{{Key: "_id", Value: id}}) }
 
 func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	n := c.n
@@ -172,95 +172,147 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, cerr(14, "%v", err)
 	}
-	var matched, modified int32
-	upserted := bson.A{}
-	var writeErrors bson.A
-	txn := retryableWrite(req)
-	n.mu.Lock()
-	cnt, done := n.data.TxnDone(txn.key())
-	n.mu.Unlock()
-	if txn != nil && done {
-		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}, {Key: "nModified", Value: int32(cnt)}}), nil
+	ordered := true
+	if b, ok := req.Body.Lookup("ordered").BooleanOK(); ok {
+		ordered = b
 	}
-	for i, u := range ups {
-		q, _ := u.Lookup("q").DocumentOK()
-		uv := u.Lookup("u")
-		spec, ok := uv.DocumentOK()
-		if !ok {
-			writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
-			break
+	out, err := func() (bson.D, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return nil, e
 		}
-		multi, _ := u.Lookup("multi").BooleanOK()
-		upsert, _ := u.Lookup("upsert").BooleanOK()
-		docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
-		if err != nil {
-			return nil, err
-		}
-		if !multi && len(docs) > 1 {
-			docs = docs[:1]
-		}
-		var ops []opSpec
-		var opMatched, opModified int32
-		for _, d := range docs {
-			nd, err := ApplyUpdate(d, spec, false)
+		var matched, modified int32
+		upserted := bson.A{}
+		var writeErrors bson.A
+		for i := 0; i < len(ups); i++ {
+			u := ups[i]
+			if r, ok := w.done(i); ok {
+				// answered from the oplog's record, as mongod does
+				matched++
+				if r.op == "i" {
+					upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: r.id}})
+					matched--
+				} else {
+					modified++
+				}
+				continue
+			}
+			q, _ := u.Lookup("q").DocumentOK()
+			spec, ok := u.Lookup("u").DocumentOK()
+			if !ok {
+				writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
+				if ordered {
+					break
+				}
+				continue
+			}
+			multi, _ := u.Lookup("multi").BooleanOK()
+			upsert, _ := u.Lookup("upsert").BooleanOK()
+			st, err := updateStatement(w.view().Coll(db, coll, false), ns, q, spec, multi, upsert, w.stmt(i))
 			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
-				break
+				return nil, err
 			}
-			opMatched++
-			if string(nd) != string(d) {
-				opModified++
-				ops = append(ops, opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: d.Lookup("_id")}})})
+			if again, err := w.blocked(st.ops); err != nil {
+				return nil, err
+			} else if again {
+				i--
+				continue
 			}
-		}
-		if len(docs) == 0 && upsert {
-			base := bson.D{}
-			fe, _ := q.Elements()
-			for _, f := range fe {
-				if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-					base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
+			if err := w.write(st.ops); err != nil {
+				// a document the write path refuses (e.g. a unique index) is
+				// this statement's write error
+				var ce *CmdError
+				if w.txn != nil || errors.Is(err, errNotWritable) || !errors.As(err, &ce) {
+					return nil, writeError(err)
+				}
+				writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg, ce.Extra...))
+				if ordered {
+					break
+				}
+				continue
+			}
+			matched += st.matched
+			modified += st.modified
+			if st.upserted.Type != 0 {
+				upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: st.upserted}})
+			}
+			if st.err != nil {
+				writeErrors = append(writeErrors, writeErr(i, st.err.Code, st.err.Msg, st.err.Extra...))
+				if ordered {
+					break
 				}
 			}
-			nd, err := ApplyUpdate(mustRaw(base), spec, true)
-			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
-				break
-			}
-			if _, err := nd.LookupErr("_id"); err != nil {
-				var dd bson.D
-				_ = bson.Unmarshal(nd, &dd)
-				nd = mustRaw(append(bson.D{{Key: "_id", Value: bson.NewObjectID()}}, dd...))
-			}
-			ops = append(ops, opSpec{op: "i", ns: ns, o: nd})
-			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: nd.Lookup("_id")}})
 		}
-		for k := range ops {
-			ops[k].txn = txn
+		if len(writeErrors) > 0 && w.txn != nil {
+			n.endTxnLocked(w.txn, txnAborted)
 		}
-		if len(ops) > 0 {
-			if _, err := n.writeOplog(ops, false); err != nil {
-				we, ok := writeErrorOf(err, i)
-				if !ok {
-					return nil, cerr(10107, "not primary")
-				}
-				if len(upserted) > 0 && upserted[len(upserted)-1].(bson.D)[0].Value == int32(i) {
-					upserted = upserted[:len(upserted)-1]
-				}
-				writeErrors = append(writeErrors, we)
-				break
-			}
+		out := bson.D{{Key: "n", Value: matched + int32(len(upserted))}, {Key: "nModified", Value: modified}}
+		if len(upserted) > 0 {
+			out = append(out, bson.E{Key: "upserted", Value: upserted})
 		}
-		matched += opMatched
-		modified += opModified
-	}
-	out := bson.D{{Key: "n", Value: matched + int32(len(upserted))}, {Key: "nModified", Value: modified}}
-	if len(upserted) > 0 {
-		out = append(out, bson.E{Key: "upserted", Value: upserted})
-	}
-	if len(writeErrors) > 0 {
-		out = append(out, bson.E{Key: "writeErrors", Value: writeErrors})
+		if len(writeErrors) > 0 {
+			out = append(out, bson.E{Key: "writeErrors", Value: writeErrors})
+		}
+		return out, nil
+	}()
+	if err != nil {
+		return nil, err
 	}
 	return c.finishWrite(req, out), nil
+}
+
+// updateResult is what one update statement does.
+type updateResult struct {
+	ops               []opSpec
+	matched, modified int32
+	upserted          bson.RawValue // _id of an upserted document
+	err               *CmdError     // an update that cannot apply
+}
+
+// updateError keeps the code of an update operator's *CmdError, else 66
+// (the simulator's answer so far for any update error).
+func updateError(err error) *CmdError {
+	var ce *CmdError
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return cerr(66, "%s", err.Error())
+}
+
+func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upsert bool, stmt int32) (updateResult, error) {
+	var r updateResult
+	docs, err := filterDocs(view.Docs(), q)
+	if err != nil {
+		return r, err
+	}
+	if !multi && len(docs) > 1 {
+		docs = docs[:1]
+	}
+	for _, d := range docs {
+		nd, err := ApplyUpdate(d, spec, false)
+		if err != nil {
+			r.err = updateError(err)
+			return r, nil
+		}
+		r.matched++
+		if string(nd) != string(d) {
+			r.modified++
+			r.ops = append(r.ops, opSpec{op: "u", ns: ns, o: nd, o2: idFilter(d.Lookup("_id")), stmt: stmt})
+		}
+	}
+	if len(docs) == 0 && upsert {
+		nd, err := ApplyUpdate(upsertBase(q), spec, true)
+		if err != nil {
+			r.err = updateError(err)
+			return r, nil
+		}
+		nd = idFirst(nd)
+		r.ops = append(r.ops, opSpec{op: "i", ns: ns, o: nd, stmt: stmt})
+		r.upserted = nd.Lookup("_id")
+	}
+	return r, nil
 }
 
 func (c *conn) cmdDelete(req *Request) (bson.D, error) {
@@ -275,119 +327,50 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 	if err != nil {
 		return nil, cerr(14, "%v", err)
 	}
-	var removed int32
-	txn := retryableWrite(req)
-	n.mu.Lock()
-	cnt, done := n.data.TxnDone(txn.key())
-	n.mu.Unlock()
-	if txn != nil && done {
-		return c.finishWrite(req, bson.D{{Key: "n", Value: int32(cnt)}}), nil
-	}
-	for _, d := range dels {
-		q, _ := d.Lookup("q").DocumentOK()
-		limit, _ := numberOK(d.Lookup("limit"))
-		docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
-		if err != nil {
-			return nil, err
+	out, err := func() (bson.D, error) {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		w, e := n.writeCtxLocked(req)
+		if e != nil {
+			return nil, e
 		}
-		if limit == 1 && len(docs) > 1 {
-			docs = docs[:1]
-		}
-		var ops []opSpec
-		for _, x := range docs {
-			ops = append(ops, opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: x.Lookup("_id")}}), txn: txn})
-		}
-		if len(ops) > 0 {
-			if _, err := n.writeOplog(ops, false); err != nil {
-				return nil, cerr(10107, "not primary")
+		var removed int32
+		for i := 0; i < len(dels); i++ {
+			d := dels[i]
+			if _, ok := w.done(i); ok {
+				removed++
+				continue
+			}
+			q, _ := d.Lookup("q").DocumentOK()
+			limit, _ := numberOK(d.Lookup("limit"))
+			docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+			if err != nil {
+				return nil, err
+			}
+			if limit == 1 && len(docs) > 1 {
+				docs = docs[:1]
+			}
+			var ops []opSpec
+			for _, x := range docs {
+				ops = append(ops, opSpec{op: "d", ns: ns, o: idFilter(x.Lookup("_id")), stmt: w.stmt(i)})
+			}
+			if again, err := w.blocked(ops); err != nil {
+				return nil, err
+			} else if again {
+				i--
+				continue
+			}
+			if err := w.write(ops); err != nil {
+				return nil, writeError(err)
 			}
 			removed += int32(len(ops))
 		}
-	}
-	return c.finishWrite(req, bson.D{{Key: "n", Value: removed}}), nil
-}
-
-// cmdFindAndModify: one document, update (with upsert, new) or remove.
-func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
-	n := c.n
-	coll, e := collName(req, req.Name())
-	if e != nil {
-		return nil, e
-	}
-	db := req.DB()
-	ns := db + "." + coll
-	q, _ := req.Body.Lookup("query").DocumentOK()
-	remove, _ := req.Body.Lookup("remove").BooleanOK()
-	returnNew, _ := req.Body.Lookup("new").BooleanOK()
-	upsert, _ := req.Body.Lookup("upsert").BooleanOK()
-	upd, hasUpd := req.Body.Lookup("update").DocumentOK()
-	if !remove && !hasUpd {
-		return nil, cerr(9, "Either an update or remove=true must be specified")
-	}
-	txn := retryableWrite(req)
-	docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
+		return bson.D{{Key: "n", Value: removed}}, nil
+	}()
 	if err != nil {
 		return nil, err
 	}
-	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
-		SortDocs(docs, s)
-	}
-	var before, after bson.Raw
-	if len(docs) > 0 {
-		before = docs[0]
-	}
-	lastErr := bson.D{{Key: "n", Value: int32(0)}}
-	var op *opSpec
-	switch {
-	case remove && before != nil:
-		op = &opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
-		lastErr = bson.D{{Key: "n", Value: int32(1)}}
-	case !remove && before != nil:
-		nd, err := ApplyUpdate(before, upd, false)
-		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
-		}
-		after = nd
-		op = &opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
-		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
-	case !remove && upsert:
-		base := bson.D{}
-		fe, _ := q.Elements()
-		for _, f := range fe {
-			if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-				base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
-			}
-		}
-		nd, err := ApplyUpdate(mustRaw(base), upd, true)
-		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
-		}
-		nd = idFirst(nd)
-		after = nd
-		op = &opSpec{op: "i", ns: ns, o: nd, txn: txn}
-		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: nd.Lookup("_id")}}
-	}
-	if op != nil {
-		if _, err := n.writeOplog([]opSpec{*op}, false); err != nil {
-			return nil, cmdErrorOf(err)
-		}
-	}
-	doc := before
-	if returnNew && !remove {
-		doc = after
-	}
-	if p, ok := req.Body.Lookup("fields").DocumentOK(); ok && doc != nil {
-		pd, err := Project(doc, p)
-		if err != nil {
-			return nil, cerr(31253, "%s", err.Error())
-		}
-		doc = pd
-	}
-	var value any // BSON null when no document
-	if doc != nil {
-		value = doc
-	}
-	return c.finishWrite(req, bson.D{{Key: "lastErrorObject", Value: lastErr}, {Key: "value", Value: value}}), nil
+	return c.finishWrite(req, out), nil
 }
 
 // idFirst returns doc with _id as its first field (generated if absent),

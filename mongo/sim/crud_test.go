@@ -7,8 +7,10 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// A retried write (same lsid and txnNumber) is answered, not applied twice.
-func TestRetryableWriteNotAppliedTwice(t *testing.T) {
+// A standalone refuses txnNumber, as mongod does (retryable writes and
+// transactions need a replica set; TestRetryableWritesAcrossFailover
+// covers them).
+func TestStandaloneRefusesTxnNumber(t *testing.T) {
 	cfg := DefaultConfig()
 	cfg.DBPath = t.TempDir()
 	n, err := NewNode(cfg, zerolog.Nop())
@@ -20,27 +22,12 @@ func TestRetryableWriteNotAppliedTwice(t *testing.T) {
 	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
 	insert := mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "a", Value: 1}}}},
 		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(1)}, {Key: "$db", Value: "t"}})
-	for range 2 {
-		reply, _ := c.handle(&Request{Body: insert})
-		var nVal any
-		for _, e := range reply {
-			if e.Key == "n" {
-				nVal = e.Value
-			}
-		}
-		if nVal != int32(1) {
-			t.Fatalf("reply %v", reply)
-		}
+	reply, _ := c.handle(&Request{Body: insert})
+	if code := mustRaw(reply).Lookup("code").Int32(); code != 20 {
+		t.Fatalf("reply %v", reply)
 	}
-	if got := len(n.data.Coll("t", "c", false).Docs()); got != 1 {
-		t.Fatalf("retried insert applied %d times", got)
-	}
-	// a new txnNumber is a new write
-	insert2 := mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "a", Value: 2}}}},
-		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(2)}, {Key: "$db", Value: "t"}})
-	c.handle(&Request{Body: insert2})
-	if got := len(n.data.Coll("t", "c", false).Docs()); got != 2 {
-		t.Fatalf("docs %d", got)
+	if got := len(n.data.Coll("t", "c", false).Docs()); got != 0 {
+		t.Fatalf("refused insert applied: %d", got)
 	}
 }
 
@@ -76,5 +63,35 @@ func TestFindAndModifyDistinctAndNaturalOrder(t *testing.T) {
 	// _id is stored first, as mongod does
 	if e, _ := n.data.Coll("t", "c", false).Docs()[0].IndexErr(0); e.Key() != "_id" {
 		t.Fatal("_id not first")
+	}
+}
+
+// An unordered update goes on past a failing statement; an ordered one stops.
+func TestUpdateOrderedAndUnordered(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DBPath = t.TempDir()
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.store.Close() }()
+	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	c.handle(&Request{Body: mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "$db", Value: "t"}})})
+	for _, ordered := range []bool{true, false} {
+		reply, _ := c.handle(&Request{Body: mustRaw(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
+			bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{}}},
+			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}},
+		}}, {Key: "ordered", Value: ordered}, {Key: "$db", Value: "t"}})})
+		r := mustRaw(reply)
+		want := int32(1)
+		if ordered {
+			want = 0
+		}
+		if got := r.Lookup("nModified").Int32(); got != want {
+			t.Fatalf("ordered %v: %v", ordered, r)
+		}
+		if errs, _ := r.Lookup("writeErrors").Array().Values(); len(errs) != 1 {
+			t.Fatalf("ordered %v: %v", ordered, r)
+		}
 	}
 }

@@ -28,18 +28,32 @@ type record struct {
 // a pure function of the oplog applied in order.
 type Data struct {
 	dbs map[string]map[string]*Collection
-	// txns counts the oplog entries of each retryable write, so a retry
-	// (same lsid and txnNumber, e.g. after a failover) is not applied twice.
-	txns map[string]int
+	// sessions records, per logical session, the statements of its latest
+	// retryable write and whether its latest transaction committed, so a
+	// retry (e.g. after a failover) is answered, not applied twice.
+	sessions map[string]*sessionRecord
 }
 
 // NewData returns an empty store.
-func NewData() *Data { return &Data{dbs: map[string]map[string]*Collection{}, txns: map[string]int{}} }
+func NewData() *Data {
+	return &Data{dbs: map[string]map[string]*Collection{}, sessions: map[string]*sessionRecord{}}
+}
 
-// TxnDone returns how many entries a retryable write produced, if applied.
-func (d *Data) TxnDone(key string) (int, bool) {
-	n, ok := d.txns[key]
-	return n, ok
+// Clone returns an independent copy of the documents (immutable, so
+// shared) for a transaction's snapshot. Session records and secondary
+// indexes are left out: a snapshot's lookups scan, with the same results.
+func (d *Data) Clone() *Data {
+	out := NewData()
+	for db, m := range d.dbs {
+		cm := map[string]*Collection{}
+		for name, c := range m {
+			nc := &Collection{docs: make(map[string]*record, len(c.docs)), Options: c.Options, UUID: c.UUID}
+			c.Each(func(doc bson.Raw) bool { nc.put(doc); return true })
+			cm[name] = nc
+		}
+		out.dbs[db] = cm
+	}
+	return out
 }
 
 func idKey(v bson.RawValue) string { return keyString(v) }
@@ -153,22 +167,58 @@ func (c *Collection) remove(id bson.RawValue) {
 	}
 }
 
-// Apply applies one oplog entry; entries are idempotent.
+// Apply applies one oplog entry; entries are idempotent. An update of a
+// document that no longer exists (deleted later in the oplog, seen again
+// on replay) does not bring it back.
 func (d *Data) Apply(e OplogEntry) {
-	if e.TxnKey != "" {
-		d.txns[e.TxnKey]++
-	}
 	db, coll := splitNS(e.NS)
+	var pre, post bson.Raw
 	switch e.Op {
-	case "i", "u":
+	case "i":
 		c := d.collFor(e, db, coll)
-		c.put(postImage(c.Get(e.O.Lookup("_id")), e))
+		c.put(e.O)
+		post = e.O
+	case "u":
+		id := e.O2.Lookup("_id")
+		if id.Type == 0 {
+			id = e.O.Lookup("_id")
+		}
+		c := d.Coll(db, coll, false)
+		if pre = c.Get(id); pre != nil {
+			post = postImage(pre, e)
+			c.put(post)
+		}
 	case "d":
 		if c := d.Coll(db, coll, false); c != nil {
+			pre = c.Get(e.O.Lookup("_id"))
 			c.remove(e.O.Lookup("_id"))
 		}
 	case "c":
+		if ops, ok := e.O.Lookup("applyOps").ArrayOK(); ok {
+			d.applyOps(ops)
+			break
+		}
 		d.applyCommand(db, e)
+	case "n":
+		if r, ok := e.O.Lookup("sessionRecord").DocumentOK(); ok {
+			d.restoreSession(r)
+		}
+	}
+	d.recordSession(e, pre, post)
+}
+
+// applyOps applies a transaction's operations, all in one entry.
+func (d *Data) applyOps(ops bson.RawArray) {
+	vals, _ := ops.Values()
+	for _, v := range vals {
+		if op, ok := v.DocumentOK(); ok {
+			inner := OplogEntry{StmtID: -1}
+			inner.Op, _ = op.Lookup("op").StringValueOK()
+			inner.NS, _ = op.Lookup("ns").StringValueOK()
+			inner.O, _ = op.Lookup("o").DocumentOK()
+			inner.O2, _ = op.Lookup("o2").DocumentOK()
+			d.Apply(inner)
+		}
 	}
 }
 

@@ -209,8 +209,17 @@ func (c *conn) cmdListIndexes(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	db := req.DB()
+	rc, e := c.n.parseReadConcern(req)
+	if e != nil {
+		return nil, e
+	}
 	c.n.mu.Lock()
-	cl := c.n.readViewLocked(req).Coll(db, coll, false)
+	view, _, e := c.n.readViewLocked(req, rc)
+	if e != nil {
+		c.n.mu.Unlock()
+		return nil, e
+	}
+	cl := view.Coll(db, coll, false)
 	var specs []bson.Raw
 	if cl != nil {
 		specs = append(specs, idIndexSpec)

@@ -69,7 +69,6 @@ type Node struct {
 	leaderTime bson.Timestamp
 	leaderDate time.Time
 	election   *electionMetrics // last election this node won
-	defaultWC  bson.D           // set by setDefaultRWConcern
 	logMember  atomic.Value     // string: our host in the config, for the "member" log field
 	writable   bool
 	stepping   bool
@@ -95,6 +94,7 @@ type Node struct {
 	connCount int64
 	connTotal int64
 	cursors   cursorTable
+	txns      txnTable // multi-document transactions and sessions' txnNumbers
 	quit      chan struct{}
 	done      chan struct{}
 	listeners []net.Listener
@@ -432,13 +432,15 @@ var codeNames = map[int32]string{
 	91: "ShutdownInProgress", 93: "InvalidReplicaSetConfig", 94: "NotYetInitialized", 95: "NotSecondary",
 	100: "UnsatisfiableWriteConcern", 103: "NewReplicaSetConfigurationIncompatible", 104: "NodeNotElectable",
 	109: "ConfigurationInProgress", 110: "CannotInitializeNodeWithData", 117: "ConflictingOperationInProgress",
+	20: "IllegalOperation", 112: "WriteConflict", 225: "TransactionTooOld", 239: "SnapshotTooOld", 246: "SnapshotUnavailable",
+	251: "NoSuchTransaction", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction",
 	186: "ClientMetadataCannotBeMutated", 189: "PrimarySteppedDown", 223: "IllegalOpMsgFlag", 262: "ExceededTimeLimit",
 	303: "SplitHorizonChange", 308: "CurrentConfigNotCommittedYet", 352: "UnsupportedOpQueryCommand",
 	10107: "NotWritablePrimary", 11000: "DuplicateKey", 11600: "InterruptedAtShutdown", 11602: "InterruptedDueToReplStateChange",
 	13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 51003: "Location51003", 31368: "Location31368",
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
-	20: "IllegalOperation", 27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
+	27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
 	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024", 96: "OperationFailed",
 }

@@ -65,8 +65,13 @@ type OplogEntry struct {
 	O2   bson.Raw
 	Wall time.Time
 	Raw  bson.Raw
-	// TxnKey identifies the retryable write (lsid, txnNumber) that wrote it.
-	TxnKey string
+	// Session (lsid id), TxnNumber and StmtID name the retryable write or
+	// transaction that wrote it; StmtID is -1 when absent. RetryImage is
+	// mongod's needsRetryImage: findAndModify's reply document to keep.
+	Session    string
+	TxnNumber  int64
+	StmtID     int32
+	RetryImage string
 }
 
 // OpTime of the entry.
@@ -84,20 +89,25 @@ func NewOplogEntry(ot OpTime, op, ns string, o, o2 bson.Raw, wall time.Time, ext
 	d = append(d, bson.E{Key: "ts", Value: ot.TS}, bson.E{Key: "t", Value: ot.T}, bson.E{Key: "v", Value: int64(2)},
 		bson.E{Key: "wall", Value: bson.NewDateTimeFromTime(wall)})
 	e.Raw, _ = bson.Marshal(d)
-	e.TxnKey = txnKeyOf(e.Raw)
+	e.readSession()
 	return e
 }
 
-func txnKeyOf(raw bson.Raw) string {
-	lsid, ok := raw.Lookup("lsid").DocumentOK()
+func (e *OplogEntry) readSession() {
+	e.StmtID = -1
+	lsid, ok := e.Raw.Lookup("lsid").DocumentOK()
 	if !ok {
-		return ""
+		return
 	}
-	num, ok := raw.Lookup("txnNumber").AsInt64OK()
+	num, ok := e.Raw.Lookup("txnNumber").AsInt64OK()
 	if !ok {
-		return ""
+		return
 	}
-	return (&txnRef{lsid: lsid, number: num}).key()
+	e.Session, e.TxnNumber = sessionKey(lsid), num
+	if s, ok := e.Raw.Lookup("stmtId").Int32OK(); ok {
+		e.StmtID = s
+	}
+	e.RetryImage, _ = e.Raw.Lookup("needsRetryImage").StringValueOK()
 }
 
 // DecodeOplogEntry parses an entry received from a sync source or the store.
@@ -119,6 +129,6 @@ func DecodeOplogEntry(raw bson.Raw) (OplogEntry, error) {
 	if ms, ok := raw.Lookup("wall").DateTimeOK(); ok {
 		e.Wall = time.UnixMilli(ms)
 	}
-	e.TxnKey = txnKeyOf(raw)
+	e.readSession()
 	return e, nil
 }

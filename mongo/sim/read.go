@@ -32,17 +32,28 @@ func (t *cursorTable) add(c *cursor) int64 {
 	return id
 }
 
-// readView picks the store: majority-committed or latest applied.
-func (n *Node) readViewLocked(req *Request) *Data {
-	if lvl, _ := req.Body.Lookup("readConcern", "level").StringValueOK(); lvl == "majority" && n.cfg.ReplSet != "" {
-		return n.committed
-	}
-	return n.data
+// matching returns the documents of a collection the request's read
+// concern lets it see that match filter.
+func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.Raw, error) {
+	docs, _, err := n.matchingAt(req, db, coll, filter)
+	return docs, err
 }
 
-func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.Raw, error) {
+// matchingAt is matching that also returns the time the read saw.
+func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bson.Raw, bson.Timestamp, error) {
+	rc, e := n.parseReadConcern(req)
+	if e != nil {
+		return nil, bson.Timestamp{}, e
+	}
+	if rc.level == "snapshot" && !inTransaction(req) && !snapshotCommands[req.Name()] {
+		return nil, bson.Timestamp{}, cerr(72, "Command %s does not support { readConcern: { level: \"snapshot\" } }", req.Name())
+	}
+	if e := n.awaitReadConcern(req, rc); e != nil {
+		return nil, bson.Timestamp{}, e
+	}
 	n.mu.Lock()
 	var docs []bson.Raw
+	var at bson.Timestamp
 	switch {
 	case db == "local" && coll == "oplog.rs":
 		for _, e := range n.oplog {
@@ -53,14 +64,33 @@ func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.
 			docs = append(docs, n.rs.Raw())
 		}
 	default:
-		docs, err := n.readViewLocked(req).Coll(db, coll, false).Find(filter)
-		n.mu.Unlock()
-		if err != nil {
-			return nil, cerr(2, "%s", err.Error())
+		view, ts, e := n.readViewLocked(req, rc)
+		if e != nil {
+			n.mu.Unlock()
+			return nil, ts, e
 		}
-		return docs, nil
+		found, err := view.Coll(db, coll, false).Find(filter)
+		if err != nil {
+			n.mu.Unlock()
+			return nil, ts, cerr(2, "%s", err.Error())
+		}
+		docs, at, filter = found, ts, nil // Find used the indexes and matched
 	}
 	n.mu.Unlock()
+	if rc.level == "linearizable" && n.cfg.ReplSet != "" && !inTransaction(req) {
+		if e := n.awaitLinearizable(req); e != nil {
+			return nil, at, e
+		}
+	}
+	out, err := filterDocs(docs, filter)
+	return out, at, err
+}
+
+// snapshotCommands take readConcern snapshot outside transactions (5.0+).
+var snapshotCommands = map[string]bool{"find": true, "aggregate": true, "distinct": true}
+
+// filterDocs keeps the documents that match filter (all when nil).
+func filterDocs(docs []bson.Raw, filter bson.Raw) ([]bson.Raw, error) {
 	if filter == nil {
 		return docs, nil
 	}
@@ -90,7 +120,7 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 	}
 	db := req.DB()
 	filter, _ := req.Body.Lookup("filter").DocumentOK()
-	docs, err := n.matching(req, db, coll, filter)
+	docs, at, err := n.matchingAt(req, db, coll, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +155,11 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 		batch = 101
 	}
 	single, _ := req.Body.Lookup("singleBatch").BooleanOK()
-	return c.cursorReply(db+"."+coll, docs, batch, single, "firstBatch"), nil
+	out := c.cursorReply(db+"."+coll, docs, batch, single, "firstBatch")
+	if lvl, _ := req.Body.Lookup("readConcern", "level").StringValueOK(); lvl == "snapshot" && !inTransaction(req) {
+		out[0].Value = append(out[0].Value.(bson.D), bson.E{Key: "atClusterTime", Value: at})
+	}
+	return out, nil
 }
 
 func (c *conn) cursorReply(ns string, docs []bson.Raw, batch int, single bool, key string) bson.D {

@@ -14,22 +14,15 @@ import (
 type opSpec struct {
 	op, ns string
 	o, o2  bson.Raw
-	txn    *txnRef // retryable write this op belongs to, if any
+	txn    *txnRef // retryable write or transaction this op belongs to, if any
+	stmt   int32   // statement id within a retryable write; -1 for none
+	image  string  // needsRetryImage: "preImage" or "postImage" for findAndModify
 }
 
 // txnRef names a retryable write: the session (lsid) and its txnNumber.
 type txnRef struct {
 	lsid   bson.Raw
 	number int64
-}
-
-// key identifies the retryable write across members (recorded in the oplog).
-func (t *txnRef) key() string {
-	if t == nil {
-		return ""
-	}
-	_, id, _ := t.lsid.Lookup("id").BinaryOK()
-	return fmt.Sprintf("%x:%d", id, t.number)
 }
 
 // retryableWrite returns the request's retryable-write identity, or nil.
@@ -42,8 +35,8 @@ func retryableWrite(req *Request) *txnRef {
 	if !ok {
 		return nil
 	}
-	if _, err := req.Body.LookupErr("startTransaction"); err == nil {
-		return nil
+	if _, err := req.Body.LookupErr("autocommit"); err == nil {
+		return nil // a statement of a multi-document transaction
 	}
 	return &txnRef{lsid: lsid, number: num}
 }
@@ -93,7 +86,13 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 		}
 		var extra bson.D
 		if op.txn != nil {
-			extra = bson.D{{Key: "lsid", Value: op.txn.lsid}, {Key: "txnNumber", Value: op.txn.number}, {Key: "stmtId", Value: int32(0)}}
+			extra = bson.D{{Key: "lsid", Value: op.txn.lsid}, {Key: "txnNumber", Value: op.txn.number}}
+			if op.stmt >= 0 {
+				extra = append(extra, bson.E{Key: "stmtId", Value: op.stmt})
+			}
+			if op.image != "" {
+				extra = append(extra, bson.E{Key: "needsRetryImage", Value: op.image})
+			}
 		}
 		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now, extra...))
 	}

@@ -174,17 +174,6 @@ func (ix *Index) dupError(ns string, k indexKey, op int) *DuplicateKeyError {
 	return &DuplicateKeyError{NS: ns, Index: ix.Name, KeyPattern: ix.Key, KeyValue: kv, Shown: shown, Op: op}
 }
 
-// writeErrorOf turns a refused write (duplicate key, unindexable
-// document) into a write command's writeErrors entry; ok is false for
-// any other failure (not writable).
-func writeErrorOf(err error, index int) (bson.D, bool) {
-	var ce *CmdError
-	if errors.As(err, &ce) {
-		return writeErr(index, ce.Code, ce.Msg, ce.Extra...), true
-	}
-	return nil, false
-}
-
 // cmdErrorOf turns a failed write into a command error: the refusal, or
 // 10107 when the node is not writable.
 func cmdErrorOf(err error) *CmdError {
