@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -193,6 +192,12 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
 			break
 		}
+		parsed, err := ParseUpdate(spec, arrayFilters(u))
+		if err != nil {
+			ce := asCmdError(err)
+			writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg))
+			break
+		}
 		multi, _ := u.Lookup("multi").BooleanOK()
 		upsert, _ := u.Lookup("upsert").BooleanOK()
 		docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
@@ -204,9 +209,10 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 		}
 		var ops []opSpec
 		for _, d := range docs {
-			nd, err := ApplyUpdate(d, spec, false)
+			nd, err := parsed.Apply(d, q, false)
 			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+				ce := asCmdError(err)
+				writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg))
 				break
 			}
 			matched++
@@ -216,22 +222,11 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			}
 		}
 		if len(docs) == 0 && upsert {
-			base := bson.D{}
-			fe, _ := q.Elements()
-			for _, f := range fe {
-				if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-					base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
-				}
-			}
-			nd, err := ApplyUpdate(mustRaw(base), spec, true)
+			nd, err := parsed.Upsert(q)
 			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+				ce := asCmdError(err)
+				writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg))
 				break
-			}
-			if _, err := nd.LookupErr("_id"); err != nil {
-				var dd bson.D
-				_ = bson.Unmarshal(nd, &dd)
-				nd = mustRaw(append(bson.D{{Key: "_id", Value: bson.NewObjectID()}}, dd...))
 			}
 			ops = append(ops, opSpec{op: "i", ns: ns, o: nd})
 			upserted = append(upserted, bson.D{{Key: "index", Value: int32(i)}, {Key: "_id", Value: nd.Lookup("_id")}})
@@ -313,8 +308,18 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	returnNew, _ := req.Body.Lookup("new").BooleanOK()
 	upsert, _ := req.Body.Lookup("upsert").BooleanOK()
 	upd, hasUpd := req.Body.Lookup("update").DocumentOK()
+	if req.Body.Lookup("update").Type == bson.TypeArray {
+		return nil, cerr(9, "pipeline-style updates are not supported by the simulator")
+	}
 	if !remove && !hasUpd {
 		return nil, cerr(9, "Either an update or remove=true must be specified")
+	}
+	var parsed *Update
+	if hasUpd && !remove {
+		var err error
+		if parsed, err = ParseUpdate(upd, arrayFilters(req.Body)); err != nil {
+			return nil, asCmdError(err)
+		}
 	}
 	txn := retryableWrite(req)
 	docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
@@ -322,7 +327,9 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
-		SortDocs(docs, s)
+		if err := SortDocs(docs, s); err != nil {
+			return nil, asCmdError(err)
+		}
 	}
 	var before, after bson.Raw
 	if len(docs) > 0 {
@@ -335,26 +342,18 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		op = &opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
 		lastErr = bson.D{{Key: "n", Value: int32(1)}}
 	case !remove && before != nil:
-		nd, err := ApplyUpdate(before, upd, false)
+		nd, err := parsed.Apply(before, q, false)
 		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
+			return nil, asCmdError(err)
 		}
 		after = nd
 		op = &opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
 		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
 	case !remove && upsert:
-		base := bson.D{}
-		fe, _ := q.Elements()
-		for _, f := range fe {
-			if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-				base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
-			}
-		}
-		nd, err := ApplyUpdate(mustRaw(base), upd, true)
+		nd, err := parsed.Upsert(q)
 		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
+			return nil, asCmdError(err)
 		}
-		nd = idFirst(nd)
 		after = nd
 		op = &opSpec{op: "i", ns: ns, o: nd, txn: txn}
 		lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: false}, {Key: "upserted", Value: nd.Lookup("_id")}}
@@ -369,9 +368,9 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		doc = after
 	}
 	if p, ok := req.Body.Lookup("fields").DocumentOK(); ok && doc != nil {
-		pd, err := Project(doc, p)
+		pd, err := Project(doc, p, q)
 		if err != nil {
-			return nil, cerr(31253, "%s", err.Error())
+			return nil, asCmdError(err)
 		}
 		doc = pd
 	}
@@ -380,6 +379,22 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		value = doc
 	}
 	return c.finishWrite(req, bson.D{{Key: "lastErrorObject", Value: lastErr}, {Key: "value", Value: value}}), nil
+}
+
+// arrayFilters: the arrayFilters of an update statement or findAndModify.
+func arrayFilters(body bson.Raw) []bson.Raw {
+	arr, ok := body.Lookup("arrayFilters").ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	var out []bson.Raw
+	for _, v := range vals {
+		if d, ok := v.DocumentOK(); ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // idFirst returns doc with _id as its first field (generated if absent),

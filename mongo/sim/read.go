@@ -59,13 +59,13 @@ func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.
 	if filter == nil {
 		return docs, nil
 	}
+	match, err := ParseFilter(filter)
+	if err != nil {
+		return nil, asCmdError(err)
+	}
 	out := docs[:0:0]
 	for _, d := range docs {
-		ok, err := Match(d, filter)
-		if err != nil {
-			return nil, cerr(2, "%s", err.Error())
-		}
-		if ok {
+		if match(d) {
 			out = append(out, d)
 		}
 	}
@@ -90,7 +90,9 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
-		SortDocs(docs, s)
+		if err := SortDocs(docs, s); err != nil {
+			return nil, asCmdError(err)
+		}
 	}
 	if skip := intField(req, "skip"); skip > 0 {
 		if int(skip) >= len(docs) {
@@ -108,9 +110,9 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 	}
 	if p, ok := req.Body.Lookup("projection").DocumentOK(); ok {
 		for i, d := range docs {
-			pd, err := Project(d, p)
+			pd, err := Project(d, p, filter)
 			if err != nil {
-				return nil, cerr(31253, "%s", err.Error())
+				return nil, asCmdError(err)
 			}
 			docs[i] = pd
 		}
@@ -216,12 +218,8 @@ func (c *conn) cmdDistinct(req *Request) (bson.D, error) {
 	}
 	var vals []bson.RawValue
 	for _, d := range docs {
-		v := lookupPath(d, key)
-		if v.Type == 0 {
-			continue
-		}
-		for _, x := range candidates(v) {
-			if x.Type == bson.TypeArray {
+		for _, x := range pathValues(d, key, true) {
+			if x.Type == 0 || x.Type == bson.TypeArray {
 				continue
 			}
 			dup := false

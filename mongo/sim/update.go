@@ -1,34 +1,270 @@
 package sim
 
 import (
-	"fmt"
-	"math"
+	"sort"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// ApplyUpdate returns the updated document for operator updates ($set,
-// $unset, $inc, $setOnInsert, $push, $min, $max) or a replacement.
-func ApplyUpdate(doc bson.Raw, upd bson.Raw, inserting bool) (bson.Raw, error) {
-	first, err := upd.IndexErr(0)
+// Update is a parsed update document: a replacement or operators.
+type Update struct {
+	replacement  bson.Raw // nil for an operator update
+	ops          []updateOp
+	arrayFilters map[string]Filter
+}
+
+// updateOp is one {op: {path: arg}} of an operator update.
+type updateOp struct {
+	op     string
+	path   []string // as written, with $, $[] and $[id] components
+	arg    bson.RawValue
+	to     []string // $rename's target
+	pull   func(bson.RawValue) bool
+	push   *pushSpec
+	fields bson.Raw // the operator's document, for messages
+}
+
+var updateOperators = map[string]bool{
+	"$set": true, "$unset": true, "$inc": true, "$mul": true, "$min": true, "$max": true,
+	"$rename": true, "$currentDate": true, "$bit": true, "$push": true, "$addToSet": true,
+	"$pop": true, "$pull": true, "$pullAll": true, "$setOnInsert": true,
+}
+
+// ParseUpdate validates an update document (and the arrayFilters it may
+// use) as mongod does before touching any document.
+func ParseUpdate(upd bson.Raw, arrayFilters []bson.Raw) (*Update, error) {
+	u := &Update{}
+	filters, err := parseArrayFilters(arrayFilters)
+	if err != nil {
+		return nil, err
+	}
+	u.arrayFilters = filters
+	elems, err := upd.Elements()
+	if err != nil {
+		return nil, cerr(9, "%v", err)
+	}
+	if len(elems) == 0 || !strings.HasPrefix(elems[0].Key(), "$") {
+		for _, e := range elems {
+			if strings.HasPrefix(e.Key(), "$") {
+				return nil, cerr(2, "The dollar ($) prefixed field '%s' in '%s' is not allowed in the context of an update's replacement document. Consider using an aggregation pipeline with $replaceWith.", e.Key(), e.Key())
+			}
+		}
+		if len(filters) > 0 {
+			return nil, cerr(9, "The array filter for identifier '%s' was not used in the update %s", sortedKeys(filters)[0], showDoc(upd))
+		}
+		u.replacement = upd
+		return u, nil
+	}
+	used := map[string]bool{}
+	var seen [][]string
+	addPath := func(path []string) error {
+		for _, s := range seen {
+			n := min(len(s), len(path))
+			if equalPaths(s[:n], path[:n]) {
+				return cerr(40, "Updating the path '%s' would create a conflict at '%s'", strings.Join(path, "."), strings.Join(path[:n], "."))
+			}
+		}
+		seen = append(seen, path)
+		return nil
+	}
+	for _, e := range elems {
+		op := e.Key()
+		if !updateOperators[op] {
+			return nil, cerr(9, "Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", op)
+		}
+		fields, ok := e.Value().DocumentOK()
+		if !ok {
+			return nil, cerr(9, "Modifiers operate on fields but we found type %s instead. For example: {$mod: {<field>: ...}} not {%s: %s}", typeName(e.Value().Type), op, showValue(e.Value()))
+		}
+		fe, _ := fields.Elements()
+		for _, f := range fe {
+			path, err := parseUpdatePath(f.Key(), filters, used)
+			if err != nil {
+				return nil, err
+			}
+			uo := updateOp{op: op, path: path, arg: f.Value(), fields: fields}
+			if err := uo.parseArg(f.Key()); err != nil {
+				return nil, err
+			}
+			if err := addPath(path); err != nil {
+				return nil, err
+			}
+			if uo.to != nil {
+				if err := addPath(uo.to); err != nil {
+					return nil, err
+				}
+			}
+			u.ops = append(u.ops, uo)
+		}
+	}
+	for id := range filters {
+		if !used[id] {
+			return nil, cerr(9, "The array filter for identifier '%s' was not used in the update %s", id, showDoc(upd))
+		}
+	}
+	// mongod applies updates in the order of their paths: field names
+	// lexicographically, array positions numerically.
+	sort.SliceStable(u.ops, func(i, j int) bool {
+		return comparePaths(u.ops[i].target(), u.ops[j].target()) < 0
+	})
+	return u, nil
+}
+
+func (o *updateOp) target() []string {
+	if o.to != nil {
+		return o.to
+	}
+	return o.path
+}
+
+func equalPaths(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func comparePaths(a, b []string) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		ia, na := arrayIndex(a[i])
+		ib, nb := arrayIndex(b[i])
+		if na && nb {
+			if c := cmpInt(ia, ib); c != 0 {
+				return c
+			}
+			continue
+		}
+		if c := strings.Compare(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return cmpInt(len(a), len(b))
+}
+
+// parseUpdatePath splits and checks an update path; positional components
+// must be $, $[] or $[id] with a known id.
+func parseUpdatePath(key string, filters map[string]Filter, used map[string]bool) ([]string, error) {
+	if key == "" {
+		return nil, cerr(56, "An empty update path is not valid.")
+	}
+	parts := strings.Split(key, ".")
+	positional := 0
+	for _, p := range parts {
+		switch {
+		case p == "":
+			return nil, cerr(56, "The update path '%s' contains an empty field name, which is not allowed.", key)
+		case p == "$":
+			positional++
+		case p == "$[]":
+		case strings.HasPrefix(p, "$[") && strings.HasSuffix(p, "]"):
+			id := p[2 : len(p)-1]
+			if _, ok := filters[id]; !ok {
+				return nil, cerr(2, "No array filter found for identifier '%s' in path '%s'", id, key)
+			}
+			used[id] = true
+		}
+	}
+	if positional > 1 {
+		return nil, cerr(2, "Too many positional (i.e. '$') elements found in path '%s'", key)
+	}
+	return parts, nil
+}
+
+func isPositional(p string) bool { return strings.HasPrefix(p, "$") }
+
+func parseArrayFilters(filters []bson.Raw) (map[string]Filter, error) {
+	out := map[string]Filter{}
+	for _, f := range filters {
+		id, err := arrayFilterID(f)
+		if err != nil {
+			return nil, err
+		}
+		if _, dup := out[id]; dup {
+			return nil, cerr(9, "Found multiple array filters with the same top-level field name %s", id)
+		}
+		m, err := ParseFilter(f)
+		if err != nil {
+			return nil, err
+		}
+		out[id] = m
+	}
+	return out, nil
+}
+
+// arrayFilterID is the identifier an array filter is about: the first
+// component of its field names, the same for all of them.
+func arrayFilterID(f bson.Raw) (string, error) {
+	id := ""
+	var walk func(d bson.Raw) error
+	walk = func(d bson.Raw) error {
+		elems, _ := d.Elements()
+		for _, e := range elems {
+			k := e.Key()
+			if k == "$and" || k == "$or" || k == "$nor" {
+				vals, _ := e.Value().Array().Values()
+				for _, v := range vals {
+					if sub, ok := v.DocumentOK(); ok {
+						if err := walk(sub); err != nil {
+							return err
+						}
+					}
+				}
+				continue
+			}
+			first, _, _ := strings.Cut(k, ".")
+			switch {
+			case id == "":
+				id = first
+			case id != first:
+				return cerr(9, "Error parsing array filter :: caused by :: Expected a single top-level field name, found '%s' and '%s'", id, first)
+			}
+		}
+		return nil
+	}
+	if err := walk(f); err != nil {
+		return "", err
+	}
+	if id == "" {
+		return "", cerr(9, "Cannot use an expression without a top-level field name in arrayFilters")
+	}
+	if c := id[0]; c < 'a' || c > 'z' || strings.IndexFunc(id, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+	}) >= 0 {
+		return "", cerr(2, "Error parsing array filter :: caused by :: The top-level field name must be an alphanumeric string beginning with a lowercase letter, found '%s'", id)
+	}
+	return id, nil
+}
+
+// Apply returns doc updated; query is the filter that matched it (for the
+// positional $), inserting says the document is being created by an upsert.
+func (u *Update) Apply(doc, query bson.Raw, inserting bool) (bson.Raw, error) {
 	var d bson.D
 	if err := bson.Unmarshal(doc, &d); err != nil {
 		return nil, err
 	}
-	id := doc.Lookup("_id")
-	if err != nil || !strings.HasPrefix(first.Key(), "$") {
+	oldID, hadID := getPath(d, []string{"_id"})
+	if u.replacement != nil {
 		var repl bson.D
-		if err := bson.Unmarshal(upd, &repl); err != nil {
+		if err := bson.Unmarshal(u.replacement, &repl); err != nil {
 			return nil, err
 		}
 		out := bson.D{}
-		if id.Type != 0 {
-			out = append(out, bson.E{Key: "_id", Value: id})
+		if hadID {
+			out = append(out, bson.E{Key: "_id", Value: oldID})
 		}
 		for _, e := range repl {
 			if e.Key == "_id" {
-				if id.Type == 0 {
+				if hadID && !sameValue(oldID, e.Value) && !inserting {
+					return nil, cerr(66, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", showValue(toRaw(e.Value)))
+				}
+				if !hadID {
 					out = append(bson.D{e}, out...)
 				}
 				continue
@@ -37,140 +273,238 @@ func ApplyUpdate(doc bson.Raw, upd bson.Raw, inserting bool) (bson.Raw, error) {
 		}
 		return bson.Marshal(out)
 	}
-	ops, _ := upd.Elements()
-	for _, op := range ops {
-		fields, ok := op.Value().DocumentOK()
-		if !ok {
-			return nil, &QueryError{fmt.Sprintf("Modifiers operate on fields but we found type %s instead.", typeName(op.Value().Type))}
+	a := &applier{doc: doc, query: query, u: u, inserting: inserting, id: oldID, hasID: hadID}
+	var root any = d
+	for _, o := range u.ops {
+		var err error
+		if root, err = a.applyOp(root, o); err != nil {
+			return nil, err
 		}
-		fe, _ := fields.Elements()
-		for _, f := range fe {
-			path := strings.Split(f.Key(), ".")
-			if f.Key() == "_id" && op.Key() != "$setOnInsert" && !inserting {
-				return nil, &QueryError{"Performing an update on the path '_id' would modify the immutable field '_id'"}
-			}
-			switch op.Key() {
-			case "$set":
-				d = setPath(d, path, f.Value())
-			case "$setOnInsert":
-				if inserting {
-					d = setPath(d, path, f.Value())
-				}
-			case "$unset":
-				d = unsetPath(d, path)
-			case "$inc":
-				cur := getPath(d, path)
-				d = setPath(d, path, addNumbers(cur, f.Value()))
-			case "$min", "$max":
-				cur := getPath(d, path)
-				if cur == nil {
-					d = setPath(d, path, f.Value())
-					break
-				}
-				ct, cv, _ := bson.MarshalValue(cur)
-				c := compareValues(bson.RawValue{Type: ct, Value: cv}, f.Value())
-				if op.Key() == "$min" && c > 0 || op.Key() == "$max" && c < 0 {
-					d = setPath(d, path, f.Value())
-				}
-			case "$push":
-				cur := getPath(d, path)
-				arr, _ := cur.(bson.A)
-				d = setPath(d, path, append(arr, f.Value()))
-			default:
-				return nil, &QueryError{fmt.Sprintf("Unknown modifier: %s. Expected a valid update modifier or pipeline-style update specified as an array", op.Key())}
-			}
-		}
+	}
+	d = root.(bson.D)
+	if newID, ok := getPath(d, []string{"_id"}); hadID && (!ok || !sameValue(oldID, newID)) {
+		return nil, cerr(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
 	}
 	return bson.Marshal(d)
 }
 
-func getPath(d bson.D, path []string) any {
-	for _, e := range d {
-		if e.Key == path[0] {
-			if len(path) == 1 {
-				return e.Value
-			}
-			if sub, ok := e.Value.(bson.D); ok {
-				return getPath(sub, path[1:])
-			}
-			return nil
-		}
-	}
-	return nil
+func sameValue(a, b any) bool {
+	ra, rb := toRaw(a), toRaw(b)
+	return ra.Type == rb.Type && string(ra.Value) == string(rb.Value)
 }
 
-func setPath(d bson.D, path []string, v any) bson.D {
-	for i, e := range d {
-		if e.Key == path[0] {
-			if len(path) == 1 {
-				d[i].Value = v
-				return d
-			}
-			sub, _ := e.Value.(bson.D)
-			d[i].Value = setPath(sub, path[1:], v)
-			return d
-		}
-	}
-	if len(path) == 1 {
-		return append(d, bson.E{Key: path[0], Value: v})
-	}
-	return append(d, bson.E{Key: path[0], Value: setPath(bson.D{}, path[1:], v)})
+// applier carries one document's update.
+type applier struct {
+	doc, query bson.Raw
+	u          *Update
+	inserting  bool
+	id         any
+	hasID      bool
+	posIndex   *int // the positional $'s element, once found
 }
 
-func unsetPath(d bson.D, path []string) bson.D {
-	for i, e := range d {
-		if e.Key == path[0] {
-			if len(path) == 1 {
-				return append(d[:i:i], d[i+1:]...)
-			}
-			if sub, ok := e.Value.(bson.D); ok {
-				d[i].Value = unsetPath(sub, path[1:])
-			}
-			return d
-		}
+// idText: the document's _id as mongod quotes it in messages.
+func (a *applier) idText() string {
+	if !a.hasID {
+		return "{}"
 	}
-	return d
+	return showElem("_id", toRaw(a.id))
 }
 
-func addNumbers(cur any, inc bson.RawValue) any {
-	switch inc.Type {
-	case bson.TypeInt32:
-		switch c := cur.(type) {
-		case int32:
-			s := int64(c) + int64(inc.Int32())
-			if s > math.MaxInt32 || s < math.MinInt32 {
-				return s
-			}
-			return int32(s)
-		case int64:
-			return c + int64(inc.Int32())
-		case float64:
-			return c + float64(inc.Int32())
-		case nil:
-			return inc.Int32()
-		}
-	case bson.TypeInt64:
-		switch c := cur.(type) {
-		case int32:
-			return int64(c) + inc.Int64()
-		case int64:
-			return c + inc.Int64()
-		case float64:
-			return c + float64(inc.Int64())
-		case nil:
-			return inc.Int64()
-		}
-	case bson.TypeDouble:
-		switch c := cur.(type) {
-		case int32:
-			return float64(c) + inc.Double()
-		case int64:
-			return float64(c) + inc.Double()
-		case float64:
-			return c + inc.Double()
-		case nil:
-			return inc.Double()
+func (a *applier) applyOp(root any, o updateOp) (any, error) {
+	if o.op == "$setOnInsert" && !a.inserting {
+		return root, nil
+	}
+	if o.op == "$rename" {
+		return a.rename(root, o)
+	}
+	paths, err := a.resolve(root, o.path)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range paths {
+		fn := a.leaf(o, p[len(p)-1])
+		if root, err = modifyPath(root, "", p, createsPath(o.op), fn); err != nil {
+			return nil, err
 		}
 	}
-	return cur
+	return root, nil
+}
+
+func createsPath(op string) bool {
+	switch op {
+	case "$unset", "$pop", "$pull", "$pullAll":
+		return false
+	}
+	return true
+}
+
+// resolve turns a path with positional components into concrete paths.
+func (a *applier) resolve(root any, path []string) ([][]string, error) {
+	out := [][]string{nil}
+	for i, p := range path {
+		if !isPositional(p) {
+			for k := range out {
+				out[k] = append(out[k], p)
+			}
+			continue
+		}
+		var next [][]string
+		for _, prefix := range out {
+			if p == "$" {
+				idx, err := a.positional(root, prefix)
+				if err != nil {
+					return nil, err
+				}
+				next = append(next, appendPath(prefix, strconv.Itoa(idx)))
+				continue
+			}
+			v, ok := getPath(root, prefix)
+			if !ok {
+				if a.inserting {
+					continue
+				}
+				return nil, cerr(2, "The path '%s' must exist in the document in order to apply array updates.", strings.Join(path[:i], "."))
+			}
+			arr, isArr := v.(bson.A)
+			if !isArr {
+				return nil, cerr(2, "Cannot apply array updates to non-array element %s: %s", prefix[len(prefix)-1], showValue(toRaw(v)))
+			}
+			var match Filter
+			if p != "$[]" {
+				id := p[2 : len(p)-1]
+				match = a.u.arrayFilters[id]
+				for j, x := range arr {
+					if match(mustRaw(bson.D{{Key: id, Value: x}})) {
+						next = append(next, appendPath(prefix, strconv.Itoa(j)))
+					}
+				}
+				continue
+			}
+			for j := range arr {
+				next = append(next, appendPath(prefix, strconv.Itoa(j)))
+			}
+		}
+		out = next
+	}
+	return out, nil
+}
+
+func appendPath(prefix []string, p string) []string {
+	return append(append([]string{}, prefix...), p)
+}
+
+// positional finds the element of the array at prefix that the query
+// matched: the first one that alone satisfies the query.
+func (a *applier) positional(root any, prefix []string) (int, error) {
+	noMatch := cerr(2, "The positional operator did not find the match needed from the query.")
+	if a.posIndex != nil {
+		return *a.posIndex, nil
+	}
+	if a.query == nil || a.inserting {
+		return 0, noMatch
+	}
+	f, err := ParseFilter(a.query)
+	if err != nil {
+		return 0, err
+	}
+	var orig bson.D
+	if err := bson.Unmarshal(a.doc, &orig); err != nil {
+		return 0, err
+	}
+	v, ok := getPath(orig, prefix)
+	arr, isArr := v.(bson.A)
+	if !ok || !isArr {
+		return 0, noMatch
+	}
+	for i, x := range arr {
+		nd, err := replacePath(orig, prefix, bson.A{x})
+		if err != nil {
+			break
+		}
+		if raw, err := bson.Marshal(nd); err == nil && f(raw) {
+			a.posIndex = &i
+			return i, nil
+		}
+	}
+	return 0, noMatch
+}
+
+// Upsert builds the document an upsert inserts: the query's equality
+// fields (dotted paths as nested documents), then the update applied with
+// $setOnInsert; _id first, generated when neither gives one.
+func (u *Update) Upsert(query bson.Raw) (bson.Raw, error) {
+	var seed any = bson.D{}
+	var err error
+	if u.replacement != nil {
+		if id, e := query.LookupErr("_id"); e == nil && !isOperatorDoc(id) && id.Type != bson.TypeRegex {
+			seed = bson.D{{Key: "_id", Value: id}}
+		}
+	} else if seed, err = seedFromQuery(seed, query); err != nil {
+		return nil, err
+	}
+	nd, err := u.Apply(mustRaw(seed), query, true)
+	if err != nil {
+		return nil, err
+	}
+	return idFirst(nd), nil
+}
+
+func seedFromQuery(seed any, query bson.Raw) (any, error) {
+	elems, _ := query.Elements()
+	for _, e := range elems {
+		k, v := e.Key(), e.Value()
+		switch {
+		case k == "$and" || k == "$or":
+			vals, _ := v.Array().Values()
+			if k == "$or" && len(vals) != 1 {
+				continue
+			}
+			for _, x := range vals {
+				if sub, ok := x.DocumentOK(); ok {
+					var err error
+					if seed, err = seedFromQuery(seed, sub); err != nil {
+						return nil, err
+					}
+				}
+			}
+			continue
+		case strings.HasPrefix(k, "$"):
+			continue
+		}
+		val, ok := equalityValue(v)
+		if !ok {
+			continue
+		}
+		var err error
+		seed, err = modifyPath(seed, "", strings.Split(k, "."), true, func(any, bool) (any, leafOp, error) {
+			return toGo(val), leafSet, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return seed, nil
+}
+
+// equalityValue: the value a query condition pins a field to, if any.
+func equalityValue(v bson.RawValue) (bson.RawValue, bool) {
+	if v.Type == bson.TypeRegex {
+		return v, false
+	}
+	if !isOperatorDoc(v) {
+		return v, true
+	}
+	d := v.Document()
+	if eq, err := d.LookupErr("$eq"); err == nil {
+		return eq, true
+	}
+	if in, err := d.LookupErr("$in"); err == nil {
+		if arr, ok := in.ArrayOK(); ok {
+			if vals, _ := arr.Values(); len(vals) == 1 && vals[0].Type != bson.TypeRegex {
+				return vals[0], true
+			}
+		}
+	}
+	return v, false
 }

@@ -1,0 +1,422 @@
+package sim
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// projAction is what a projection does at one path.
+type projAction int
+
+const (
+	projInternal projAction = iota // a prefix of longer paths
+	projInclude
+	projExclude
+	projSlice
+	projElemMatch
+	projPositional
+	projExpr
+	projMeta
+)
+
+type projNode struct {
+	action   projAction
+	arg      bson.RawValue
+	match    Filter // $elemMatch
+	children map[string]*projNode
+	order    []string
+}
+
+func (n *projNode) child(k string) *projNode {
+	if n.children == nil {
+		n.children = map[string]*projNode{}
+	}
+	c, ok := n.children[k]
+	if !ok {
+		c = &projNode{}
+		n.children[k] = c
+		n.order = append(n.order, k)
+	}
+	return c
+}
+
+// ProjectionExpr evaluates an aggregation expression of a find projection
+// ({field: <expression>}); the aggregation slice provides the full language.
+// Until then field paths ("$a.b") and literals are evaluated.
+var ProjectionExpr = func(doc bson.Raw, expr bson.RawValue) (bson.RawValue, error) {
+	if s, ok := expr.StringValueOK(); ok && strings.HasPrefix(s, "$") {
+		vals := pathValues(doc, s[1:], false)
+		if len(vals) == 1 {
+			return vals[0], nil
+		}
+		return bson.RawValue{}, nil
+	}
+	if d, ok := expr.DocumentOK(); ok {
+		if lit, err := d.LookupErr("$literal"); err == nil {
+			return lit, nil
+		}
+		return bson.RawValue{}, cerr(2, "projection expression %s is not supported by the simulator", showDoc(d))
+	}
+	return expr, nil
+}
+
+// projection is a parsed find projection.
+type projection struct {
+	root      projNode
+	inclusion bool
+	idOut     bool
+	query     bson.Raw
+}
+
+// parseProjection validates a find projection as mongod does: no mix of
+// inclusion and exclusion (31254/31253), no path collisions (31249/31250).
+func parseProjection(spec, query bson.Raw) (*projection, error) {
+	p := &projection{query: query}
+	elems, err := spec.Elements()
+	if err != nil {
+		return nil, cerr(2, "%v", err)
+	}
+	mode := "" // "", "inclusion", "exclusion"
+	setMode := func(field, m string) error {
+		switch {
+		case mode == "" || mode == m:
+			mode = m
+			return nil
+		case m == "exclusion":
+			return cerr(31254, "Cannot do exclusion on field %s in inclusion projection", field)
+		}
+		return cerr(31253, "Cannot do inclusion on field %s in exclusion projection", field)
+	}
+	positional := false
+	for _, e := range elems {
+		k, v := e.Key(), e.Value()
+		action := projInclude
+		var match Filter
+		path := k
+		switch {
+		case strings.HasSuffix(k, ".$"):
+			if positional {
+				return nil, cerr(31276, "Cannot specify more than one positional projection per query.")
+			}
+			positional = true
+			path = strings.TrimSuffix(k, ".$")
+			action = projPositional
+		case v.Type == bson.TypeBoolean || isNumber(v.Type):
+			if !truthy(v) {
+				action = projExclude
+			}
+		case v.Type == bson.TypeEmbeddedDocument && strings.HasPrefix(firstKey(v.Document()), "$"):
+			d := v.Document()
+			switch firstKey(d) {
+			case "$slice":
+				action = projSlice
+				v = d.Lookup("$slice")
+				if err := checkSliceArg(v); err != nil {
+					return nil, err
+				}
+			case "$elemMatch":
+				action = projElemMatch
+				sub, ok := d.Lookup("$elemMatch").DocumentOK()
+				if !ok {
+					return nil, cerr(2, "elemMatch: Invalid argument, object required.")
+				}
+				if strings.Contains(k, ".") {
+					return nil, cerr(2, "Cannot use $elemMatch projection on a nested field.")
+				}
+				if match, err = ParseFilter(sub); err != nil {
+					return nil, err
+				}
+			case "$meta":
+				action = projMeta
+			default:
+				action = projExpr
+			}
+		default:
+			action = projExpr
+		}
+		if strings.HasPrefix(path, "$") || strings.Contains(path, ".$") {
+			return nil, cerr(31394, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
+		}
+		switch {
+		case k == "_id" && action == projExclude:
+			p.idOut = true
+		case k == "_id" && action == projInclude:
+		case action == projExclude:
+			if err := setMode(k, "exclusion"); err != nil {
+				return nil, err
+			}
+		case action == projInclude || action == projElemMatch || action == projPositional || action == projExpr:
+			if err := setMode(k, "inclusion"); err != nil {
+				return nil, err
+			}
+		}
+		if err := p.insert(path, action, v, match); err != nil {
+			return nil, err
+		}
+	}
+	p.inclusion = mode == "inclusion" || mode == "" && p.root.children["_id"] != nil && !p.idOut
+	return p, nil
+}
+
+func (p *projection) insert(path string, action projAction, arg bson.RawValue, match Filter) error {
+	parts := strings.Split(path, ".")
+	n := &p.root
+	for i, part := range parts {
+		if n != &p.root && n.action != projInternal {
+			return cerr(31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[i:], "."))
+		}
+		if _, exists := n.children[part]; exists && i == len(parts)-1 {
+			return cerr(31250, "Path collision at %s", path)
+		}
+		n = n.child(part)
+	}
+	n.action, n.arg, n.match = action, arg, match
+	return nil
+}
+
+func checkSliceArg(v bson.RawValue) error {
+	if isNumber(v.Type) {
+		return nil
+	}
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return cerr(28667, "Invalid $slice syntax. The given syntax did not match the find() syntax because :: Location31273: $slice only supports numbers and [skip, limit] arrays")
+	}
+	vals, _ := arr.Values()
+	if len(vals) != 2 || !isNumber(vals[0].Type) || !isNumber(vals[1].Type) {
+		return cerr(28667, "Invalid $slice syntax. The given syntax did not match the find() syntax because :: Location31272: $slice array argument should be of form [skip, limit]")
+	}
+	if f, _ := vals[1].AsFloat64OK(); f <= 0 {
+		return cerr(28667, "Invalid $slice syntax. The given syntax did not match the find() syntax because :: Location31271: $slice limit must be positive")
+	}
+	return nil
+}
+
+// Project applies a find projection; query is the find's filter, which the
+// positional projection (field.$) needs.
+func Project(doc, spec, query bson.Raw) (bson.Raw, error) {
+	if len(spec) <= 5 {
+		return doc, nil
+	}
+	p, err := parseProjection(spec, query)
+	if err != nil {
+		return nil, err
+	}
+	out, err := p.apply(doc, doc, &p.root, true)
+	if err != nil {
+		return nil, err
+	}
+	return bson.Marshal(out)
+}
+
+func (p *projection) apply(root, doc bson.Raw, n *projNode, top bool) (bson.D, error) {
+	out := bson.D{}
+	elems, _ := doc.Elements()
+	for _, e := range elems {
+		k, v := e.Key(), e.Value()
+		c := n.children[k]
+		if top && k == "_id" && (c == nil || c.action == projInclude || c.action == projExclude) {
+			if !p.idOut {
+				out = append(out, bson.E{Key: k, Value: v})
+			}
+			continue
+		}
+		if c == nil {
+			if !p.inclusion {
+				out = append(out, bson.E{Key: k, Value: v})
+			}
+			continue
+		}
+		nv, keep, err := p.applyValue(root, v, c)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			out = append(out, bson.E{Key: k, Value: nv})
+		}
+	}
+	// computed fields follow, in the projection's order
+	for _, k := range n.order {
+		c := n.children[k]
+		if c.action != projExpr && c.action != projMeta {
+			continue
+		}
+		if c.action == projMeta {
+			continue // no text or search score to report
+		}
+		v, err := ProjectionExpr(root, c.arg)
+		if err != nil {
+			return nil, err
+		}
+		if v.Type != 0 {
+			out = removeKey(out, k)
+			out = append(out, bson.E{Key: k, Value: v})
+		}
+	}
+	return out, nil
+}
+
+func removeKey(d bson.D, k string) bson.D {
+	for i, e := range d {
+		if e.Key == k {
+			return append(d[:i:i], d[i+1:]...)
+		}
+	}
+	return d
+}
+
+// applyValue projects one field's value under node c; keep=false drops it.
+func (p *projection) applyValue(root bson.Raw, v bson.RawValue, c *projNode) (any, bool, error) {
+	switch c.action {
+	case projInclude:
+		return v, true, nil
+	case projExclude, projExpr, projMeta:
+		return nil, false, nil
+	case projSlice:
+		return sliceValue(v, c.arg), true, nil
+	case projElemMatch:
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return nil, false, nil
+		}
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			if x.Type == bson.TypeEmbeddedDocument && c.match(x.Document()) {
+				return bson.A{x}, true, nil
+			}
+		}
+		return nil, false, nil
+	case projPositional:
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return v, true, nil
+		}
+		vals, _ := arr.Values()
+		i, err := p.positionalIndex(root, c, vals)
+		if err != nil {
+			return nil, false, err
+		}
+		return bson.A{vals[i]}, true, nil
+	}
+	// an inner node: project sub-documents, and the documents in arrays
+	switch v.Type {
+	case bson.TypeEmbeddedDocument:
+		d, err := p.apply(root, v.Document(), c, false)
+		return d, err == nil, err
+	case bson.TypeArray:
+		vals, _ := v.Array().Values()
+		out := bson.A{}
+		for _, x := range vals {
+			nv, keep, err := p.applyValue(root, x, c)
+			if err != nil {
+				return nil, false, err
+			}
+			if keep {
+				out = append(out, nv)
+			}
+		}
+		return out, true, nil
+	}
+	return v, !p.inclusion, nil
+}
+
+func sliceValue(v, arg bson.RawValue) any {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return v
+	}
+	vals, _ := arr.Values()
+	skip, limit := 0, len(vals)
+	if a, ok := arg.ArrayOK(); ok {
+		av, _ := a.Values()
+		skip, limit = int(truncInt(av[0])), int(truncInt(av[1]))
+		if skip < 0 {
+			skip = max(len(vals)+skip, 0)
+		}
+	} else if n := int(truncInt(arg)); n >= 0 {
+		limit = n
+	} else {
+		skip = max(len(vals)+n, 0)
+	}
+	skip = min(skip, len(vals))
+	end := min(skip+limit, len(vals))
+	out := bson.A{}
+	for _, x := range vals[skip:end] {
+		out = append(out, x)
+	}
+	return out
+}
+
+// positionalIndex finds the first element of the array that makes the
+// query match, as mongod records it while matching.
+func (p *projection) positionalIndex(root bson.Raw, c *projNode, vals []bson.RawValue) (int, error) {
+	noMatch := cerr(51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
+	if p.query == nil {
+		return 0, noMatch
+	}
+	path := p.pathOf(c)
+	f, err := ParseFilter(p.query)
+	if err != nil {
+		return 0, err
+	}
+	var d bson.D
+	if err := bson.Unmarshal(root, &d); err != nil {
+		return 0, err
+	}
+	for i, x := range vals {
+		nd, err := replacePath(d, path, bson.A{x})
+		if err != nil {
+			continue
+		}
+		raw, err := bson.Marshal(nd)
+		if err == nil && f(raw) {
+			return i, nil
+		}
+	}
+	return 0, noMatch
+}
+
+func (p *projection) pathOf(target *projNode) []string {
+	var walk func(n *projNode, prefix []string) []string
+	walk = func(n *projNode, prefix []string) []string {
+		for _, k := range n.order {
+			c := n.children[k]
+			path := append(append([]string{}, prefix...), k)
+			if c == target {
+				return path
+			}
+			if r := walk(c, path); r != nil {
+				return r
+			}
+		}
+		return nil
+	}
+	return walk(&p.root, nil)
+}
+
+// replacePath returns a copy of d with the value at a path of documents
+// replaced.
+func replacePath(d bson.D, path []string, v any) (bson.D, error) {
+	out := append(bson.D{}, d...)
+	for i, e := range out {
+		if e.Key != path[0] {
+			continue
+		}
+		if len(path) == 1 {
+			out[i].Value = v
+			return out, nil
+		}
+		sub, ok := e.Value.(bson.D)
+		if !ok {
+			return nil, cerr(2, "not a document")
+		}
+		nv, err := replacePath(sub, path[1:], v)
+		if err != nil {
+			return nil, err
+		}
+		out[i].Value = nv
+		return out, nil
+	}
+	return nil, cerr(2, "missing")
+}
