@@ -364,15 +364,12 @@ func (p *projection) positionalIndex(root bson.Raw, c *projNode, vals []bson.Raw
 	if err := bson.Unmarshal(root, &d); err != nil {
 		return 0, err
 	}
-	for i, x := range vals {
-		nd, err := replacePath(d, path, bson.A{x})
-		if err != nil {
-			continue
-		}
-		raw, err := bson.Marshal(nd)
-		if err == nil && f(raw) {
-			return i, nil
-		}
+	arr := make(bson.A, len(vals))
+	for i, v := range vals {
+		arr[i] = v
+	}
+	if i, ok := matchedElement(f, d, path, arr); ok {
+		return i, nil
 	}
 	return 0, noMatch
 }

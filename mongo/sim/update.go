@@ -417,17 +417,35 @@ func (a *applier) positional(root any, prefix []string) (int, error) {
 	if !ok || !isArr {
 		return 0, noMatch
 	}
-	for i, x := range arr {
-		nd, err := replacePath(orig, prefix, bson.A{x})
+	i, ok := matchedElement(f, orig, prefix, arr)
+	if !ok {
+		return 0, noMatch
+	}
+	a.posIndex = &i
+	return i, nil
+}
+
+// matchedElement is the first element of the array at path in doc that the
+// filter matched, as mongod records it while matching: the filter must hold
+// with the array cut down to that element, and not without it.
+func matchedElement(f Filter, doc bson.D, path []string, arr bson.A) (int, bool) {
+	matches := func(v bson.A) bool {
+		nd, err := replacePath(doc, path, v)
 		if err != nil {
-			break
+			return false
 		}
-		if raw, err := bson.Marshal(nd); err == nil && f(raw) {
-			a.posIndex = &i
-			return i, nil
+		raw, err := bson.Marshal(nd)
+		return err == nil && f(raw)
+	}
+	if matches(bson.A{}) {
+		return 0, false
+	}
+	for i, x := range arr {
+		if matches(bson.A{x}) {
+			return i, true
 		}
 	}
-	return 0, noMatch
+	return 0, false
 }
 
 // Upsert builds the document an upsert inserts: the query's equality
@@ -450,7 +468,31 @@ func (u *Update) Upsert(query bson.Raw) (bson.Raw, error) {
 	return idFirst(nd), nil
 }
 
+// seedFromQuery sets the query's equality fields into seed, in the order
+// of their paths as mongod does.
 func seedFromQuery(seed any, query bson.Raw) (any, error) {
+	var eqs []queryEquality
+	collectEqualities(query, &eqs)
+	sort.SliceStable(eqs, func(i, j int) bool { return comparePaths(eqs[i].path, eqs[j].path) < 0 })
+	for _, e := range eqs {
+		val := e.value
+		var err error
+		seed, err = modifyPath(seed, "", e.path, true, func(any, bool) (any, leafOp, error) {
+			return toGo(val), leafSet, nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return seed, nil
+}
+
+type queryEquality struct {
+	path  []string
+	value bson.RawValue
+}
+
+func collectEqualities(query bson.Raw, out *[]queryEquality) {
 	elems, _ := query.Elements()
 	for _, e := range elems {
 		k, v := e.Key(), e.Value()
@@ -462,29 +504,17 @@ func seedFromQuery(seed any, query bson.Raw) (any, error) {
 			}
 			for _, x := range vals {
 				if sub, ok := x.DocumentOK(); ok {
-					var err error
-					if seed, err = seedFromQuery(seed, sub); err != nil {
-						return nil, err
-					}
+					collectEqualities(sub, out)
 				}
 			}
 			continue
 		case strings.HasPrefix(k, "$"):
 			continue
 		}
-		val, ok := equalityValue(v)
-		if !ok {
-			continue
-		}
-		var err error
-		seed, err = modifyPath(seed, "", strings.Split(k, "."), true, func(any, bool) (any, leafOp, error) {
-			return toGo(val), leafSet, nil
-		})
-		if err != nil {
-			return nil, err
+		if val, ok := equalityValue(v); ok {
+			*out = append(*out, queryEquality{path: strings.Split(k, "."), value: val})
 		}
 	}
-	return seed, nil
 }
 
 // equalityValue: the value a query condition pins a field to, if any.
