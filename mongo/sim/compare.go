@@ -2,6 +2,8 @@ package sim
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -50,8 +52,7 @@ func compareValues(a, b bson.RawValue) int {
 	case 2, 1, 100:
 		return 0
 	case 3:
-		fa, _ := a.AsFloat64OK()
-		fb, _ := b.AsFloat64OK()
+		fa, fb := numberFloat(a), numberFloat(b)
 		if ia, ok := a.Int64OK(); ok {
 			if ib, ok := b.Int64OK(); ok {
 				return cmpInt64(ia, ib)
@@ -90,6 +91,19 @@ func compareValues(a, b bson.RawValue) int {
 		return compareDocs(a, b)
 	}
 	return bytes.Compare(a.Value, b.Value)
+}
+
+// numberFloat: any BSON number as a float64 (Decimal128 approximately).
+func numberFloat(v bson.RawValue) float64 {
+	if d, ok := v.Decimal128OK(); ok {
+		f, err := strconv.ParseFloat(d.String(), 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return f
+	}
+	f, _ := v.AsFloat64OK()
+	return f
 }
 
 func compareDocs(a, b bson.RawValue) int {
