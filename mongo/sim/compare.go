@@ -53,10 +53,20 @@ func compareValues(a, b bson.RawValue) int {
 		return 0
 	case 3:
 		fa, fb := numberFloat(a), numberFloat(b)
-		if ia, ok := a.Int64OK(); ok {
-			if ib, ok := b.Int64OK(); ok {
-				return cmpInt64(ia, ib)
+		if na, nb := math.IsNaN(fa), math.IsNaN(fb); na || nb {
+			// NaN orders below every other number and equals itself
+			switch {
+			case na && nb:
+				return 0
+			case na:
+				return -1
 			}
+			return 1
+		}
+		if isInteger(a.Type) && isInteger(b.Type) {
+			ia, _ := a.AsInt64OK()
+			ib, _ := b.AsInt64OK()
+			return cmpInt64(ia, ib)
 		}
 		switch {
 		case fa < fb:
@@ -106,13 +116,14 @@ func numberFloat(v bson.RawValue) float64 {
 	return f
 }
 
+// compareDocs orders documents (and arrays) element by element: the
+// values' type order, then the field names, then the values, as mongod.
 func compareDocs(a, b bson.RawValue) int {
-	da := bson.Raw(a.Value)
-	db := bson.Raw(b.Value)
-	ea, _ := da.Elements()
-	eb, _ := db.Elements()
+	ea, _ := bson.Raw(a.Value).Elements()
+	eb, _ := bson.Raw(b.Value).Elements()
 	for i := 0; i < len(ea) && i < len(eb); i++ {
-		if c := compareValues(ea[i].Value(), eb[i].Value()); c != 0 {
+		va, vb := ea[i].Value(), eb[i].Value()
+		if c := cmpInt(typeOrder(va.Type), typeOrder(vb.Type)); c != 0 {
 			return c
 		}
 		if a.Type == bson.TypeEmbeddedDocument {
@@ -120,9 +131,14 @@ func compareDocs(a, b bson.RawValue) int {
 				return c
 			}
 		}
+		if c := compareValues(va, vb); c != 0 {
+			return c
+		}
 	}
 	return cmpInt(len(ea), len(eb))
 }
+
+func isInteger(t bson.Type) bool { return t == bson.TypeInt32 || t == bson.TypeInt64 }
 
 func cmpInt(a, b int) int {
 	switch {

@@ -61,110 +61,212 @@ var ProjectionExpr = func(doc bson.Raw, expr bson.RawValue) (bson.RawValue, erro
 	return expr, nil
 }
 
-// projection is a parsed find projection.
-type projection struct {
+// Projection is a parsed find projection.
+type Projection struct {
 	root      projNode
 	inclusion bool
 	idOut     bool
 	query     bson.Raw
+
+	// what parsing has seen, for mongod's rules on the projection's type
+	mode                  string // "", "inclusion", "exclusion"
+	idIn, idSpecified     bool
+	positional, elemMatch bool
+	hasSlice, hasMeta     bool
 }
 
-// parseProjection validates a find projection as mongod does: no mix of
-// inclusion and exclusion (31254/31253), no path collisions (31249/31250).
-func parseProjection(spec, query bson.Raw) (*projection, error) {
-	p := &projection{query: query}
-	elems, err := spec.Elements()
-	if err != nil {
-		return nil, cerr(2, "%v", err)
+// ParseProjection validates a find projection as mongod does: no mix of
+// inclusion and exclusion (31254/31253), no path collisions (31249/31250),
+// positional and $elemMatch rules.
+func ParseProjection(spec, query bson.Raw) (*Projection, error) {
+	p := &Projection{query: query}
+	if err := p.parseDoc(spec, ""); err != nil {
+		return nil, err
 	}
-	mode := "" // "", "inclusion", "exclusion"
-	setMode := func(field, m string) error {
-		switch {
-		case mode == "" || mode == m:
-			mode = m
-			return nil
-		case m == "exclusion":
-			return cerr(31254, "Cannot do exclusion on field %s in inclusion projection", field)
-		}
-		return cerr(31253, "Cannot do inclusion on field %s in exclusion projection", field)
+	switch {
+	case p.mode != "":
+		p.inclusion = p.mode == "inclusion"
+	case p.hasSlice || p.hasMeta:
+		p.inclusion = p.idIn
+	case p.elemMatch:
+		p.inclusion = true
+	default:
+		p.inclusion = p.idIn
 	}
-	positional := false
-	for _, e := range elems {
-		k, v := e.Key(), e.Value()
-		action := projInclude
-		var match Filter
-		path := k
-		switch {
-		case strings.HasSuffix(k, ".$"):
-			if positional {
-				return nil, cerr(31276, "Cannot specify more than one positional projection per query.")
-			}
-			positional = true
-			path = strings.TrimSuffix(k, ".$")
-			action = projPositional
-		case v.Type == bson.TypeBoolean || isNumber(v.Type):
-			if !truthy(v) {
-				action = projExclude
-			}
-		case v.Type == bson.TypeEmbeddedDocument && strings.HasPrefix(firstKey(v.Document()), "$"):
-			d := v.Document()
-			switch firstKey(d) {
-			case "$slice":
-				action = projSlice
-				v = d.Lookup("$slice")
-				if err := checkSliceArg(v); err != nil {
-					return nil, err
-				}
-			case "$elemMatch":
-				action = projElemMatch
-				sub, ok := d.Lookup("$elemMatch").DocumentOK()
-				if !ok {
-					return nil, cerr(2, "elemMatch: Invalid argument, object required.")
-				}
-				if strings.Contains(k, ".") {
-					return nil, cerr(2, "Cannot use $elemMatch projection on a nested field.")
-				}
-				if match, err = ParseFilter(sub); err != nil {
-					return nil, err
-				}
-			case "$meta":
-				action = projMeta
-			default:
-				action = projExpr
-			}
-		default:
-			action = projExpr
-		}
-		if strings.HasPrefix(path, "$") || strings.Contains(path, ".$") {
-			return nil, cerr(31394, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
-		}
-		switch {
-		case k == "_id" && action == projExclude:
-			p.idOut = true
-		case k == "_id" && action == projInclude:
-		case action == projExclude:
-			if err := setMode(k, "exclusion"); err != nil {
-				return nil, err
-			}
-		case action == projInclude || action == projElemMatch || action == projPositional || action == projExpr:
-			if err := setMode(k, "inclusion"); err != nil {
-				return nil, err
-			}
-		}
-		if err := p.insert(path, action, v, match); err != nil {
-			return nil, err
-		}
-	}
-	p.inclusion = mode == "inclusion" || mode == "" && p.root.children["_id"] != nil && !p.idOut
 	return p, nil
 }
 
-func (p *projection) insert(path string, action projAction, arg bson.RawValue, match Filter) error {
+func (p *Projection) parseDoc(spec bson.Raw, prefix string) error {
+	elems, err := spec.Elements()
+	if err != nil {
+		return cerr(2, "%v", err)
+	}
+	for _, e := range elems {
+		if err := p.parseElem(prefix+e.Key(), e.Value(), prefix == ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Projection) setMode(field, m string) error {
+	switch {
+	case p.mode == "" || p.mode == m:
+		p.mode = m
+		return nil
+	case m == "exclusion":
+		return cerr(31254, "Cannot do exclusion on field %s in inclusion projection", field)
+	}
+	return cerr(31253, "Cannot do inclusion on field %s in exclusion projection", field)
+}
+
+func (p *Projection) parseElem(k string, v bson.RawValue, top bool) error {
+	if k == "_id" || strings.HasPrefix(k, "_id.") {
+		p.idSpecified = true
+	}
+	positional := strings.Index(k+".", ".$.")
+	if positional < 0 && k == "$" {
+		positional = 0
+	}
+	d, isDoc := v.DocumentOK()
+	switch {
+	case isDoc && positional >= 0:
+		return cerr(31271, "positional projection cannot be used with an expression or sub object")
+	case isDoc && strings.HasPrefix(firstKey(d), "$"):
+		return p.parseOperator(k, d)
+	case isDoc:
+		return p.parseDoc(d, k+".")
+	case v.Type == bson.TypeBoolean || isNumber(v.Type):
+		if !truthy(v) {
+			if k == "_id" {
+				p.idOut = true
+			} else if err := p.setMode(k, "exclusion"); err != nil {
+				return err
+			}
+			return p.insert(k, projExclude, v, nil)
+		}
+		if positional >= 0 {
+			return p.parsePositional(k, positional)
+		}
+		if k == "_id" {
+			p.idIn = true
+		} else if err := p.setMode(k, "inclusion"); err != nil {
+			return err
+		}
+		return p.insert(k, projInclude, v, nil)
+	case positional >= 0:
+		return cerr(31308, "positional projection cannot be used with a literal")
+	}
+	if p.mode == "exclusion" {
+		return cerr(31310, "Cannot use an expression %s in an exclusion projection", showElem(k, v))
+	}
+	p.mode = "inclusion"
+	return p.insert(k, projExpr, v, nil)
+}
+
+func (p *Projection) parsePositional(k string, at int) error {
+	if p.positional {
+		return cerr(31276, "Cannot specify more than one positional projection per query.")
+	}
+	if p.elemMatch {
+		return cerr(31256, "Cannot specify positional operator and $elemMatch.")
+	}
+	path := k[:at]
+	if rest := (k + ".")[at+3:]; strings.Contains("."+rest, ".$.") {
+		return cerr(31287, "Cannot use positional operator twice: %s", k)
+	}
+	first, _, _ := strings.Cut(path, ".")
+	if !queryMentions(p.query, first) {
+		return cerr(31277, "Positional projection '%s' does not match the query document.", k)
+	}
+	p.positional = true
+	if err := p.setMode(k, "inclusion"); err != nil {
+		return err
+	}
+	return p.insert(path, projPositional, bson.RawValue{}, nil)
+}
+
+// queryMentions: the query has a predicate on a path whose first component
+// is field (what a positional projection needs).
+func queryMentions(query bson.Raw, field string) bool {
+	elems, _ := query.Elements()
+	for _, e := range elems {
+		k := e.Key()
+		if k == "$and" || k == "$or" || k == "$nor" {
+			vals, _ := e.Value().Array().Values()
+			for _, x := range vals {
+				if sub, ok := x.DocumentOK(); ok && queryMentions(sub, field) {
+					return true
+				}
+			}
+			continue
+		}
+		if first, _, _ := strings.Cut(k, "."); first == field {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *Projection) parseOperator(k string, d bson.Raw) error {
+	op := firstKey(d)
+	arg := d.Lookup(op)
+	switch op {
+	case "$slice":
+		if isNumber(arg.Type) || validFindSlice(arg) {
+			p.hasSlice = true
+			return p.insert(k, projSlice, arg, nil)
+		}
+		if arg.Type != bson.TypeArray {
+			return cerr(28667, "Invalid $slice syntax. The given syntax %s did not match the find() syntax because :: Location31273: $slice only supports numbers and [skip, limit] arrays :: The given syntax did not match the expression $slice syntax. :: caused by :: Expression $slice takes at least 2 arguments, and at most 3, but 1 were passed in.", showDoc(d))
+		}
+	case "$elemMatch":
+		sub, ok := arg.DocumentOK()
+		if !ok {
+			return cerr(31274, "elemMatch: Invalid argument, object required, but got %s", typeName(arg.Type))
+		}
+		if p.positional {
+			return cerr(31255, "Cannot specify positional operator and $elemMatch.")
+		}
+		if strings.Contains(k, ".") {
+			return cerr(31275, "Cannot use $elemMatch projection on a nested field.")
+		}
+		match, err := ParseFilter(sub)
+		if err != nil {
+			return err
+		}
+		p.elemMatch = true
+		return p.insert(k, projElemMatch, arg, match)
+	case "$meta":
+		p.hasMeta = true
+		return p.insert(k, projMeta, arg, nil)
+	}
+	if p.mode == "exclusion" {
+		return cerr(31252, "Cannot use expression other than $meta in exclusion projection")
+	}
+	p.mode = "inclusion"
+	return p.insert(k, projExpr, bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: d}, nil)
+}
+
+// validFindSlice: find's [skip, limit] form with a positive limit.
+func validFindSlice(v bson.RawValue) bool {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return false
+	}
+	vals, _ := arr.Values()
+	if len(vals) != 2 || !isNumber(vals[0].Type) || !isNumber(vals[1].Type) {
+		return false
+	}
+	return truncInt(vals[1]) > 0
+}
+
+func (p *Projection) insert(path string, action projAction, arg bson.RawValue, match Filter) error {
 	parts := strings.Split(path, ".")
 	n := &p.root
 	for i, part := range parts {
 		if n != &p.root && n.action != projInternal {
-			return cerr(31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[i:], "."))
+			return cerr(31249, "Path collision at %s remaining portion %s", path, strings.Join(parts[1:], "."))
 		}
 		if _, exists := n.children[part]; exists && i == len(parts)-1 {
 			return cerr(31250, "Path collision at %s", path)
@@ -175,33 +277,20 @@ func (p *projection) insert(path string, action projAction, arg bson.RawValue, m
 	return nil
 }
 
-func checkSliceArg(v bson.RawValue) error {
-	if isNumber(v.Type) {
-		return nil
-	}
-	arr, ok := v.ArrayOK()
-	if !ok {
-		return cerr(28667, "Invalid $slice syntax. The given syntax did not match the find() syntax because :: Location31273: $slice only supports numbers and [skip, limit] arrays")
-	}
-	vals, _ := arr.Values()
-	if len(vals) != 2 || !isNumber(vals[0].Type) || !isNumber(vals[1].Type) {
-		return cerr(28667, "Invalid $slice syntax. The given syntax did not match the find() syntax because :: Location31272: $slice array argument should be of form [skip, limit]")
-	}
-	if f, _ := vals[1].AsFloat64OK(); f <= 0 {
-		return cerr(28667, "Invalid $slice syntax. The given syntax did not match the find() syntax because :: Location31271: $slice limit must be positive")
-	}
-	return nil
-}
-
-// Project applies a find projection; query is the find's filter, which the
-// positional projection (field.$) needs.
+// Project applies a find projection to one document; query is the find's
+// filter, which the positional projection (field.$) needs.
 func Project(doc, spec, query bson.Raw) (bson.Raw, error) {
-	if len(spec) <= 5 {
-		return doc, nil
-	}
-	p, err := parseProjection(spec, query)
+	p, err := ParseProjection(spec, query)
 	if err != nil {
 		return nil, err
+	}
+	return p.Apply(doc)
+}
+
+// Apply projects one document.
+func (p *Projection) Apply(doc bson.Raw) (bson.Raw, error) {
+	if len(p.root.children) == 0 && !p.inclusion {
+		return doc, nil
 	}
 	out, err := p.apply(doc, doc, &p.root, true)
 	if err != nil {
@@ -210,7 +299,7 @@ func Project(doc, spec, query bson.Raw) (bson.Raw, error) {
 	return bson.Marshal(out)
 }
 
-func (p *projection) apply(root, doc bson.Raw, n *projNode, top bool) (bson.D, error) {
+func (p *Projection) apply(root, doc bson.Raw, n *projNode, top bool) (bson.D, error) {
 	out := bson.D{}
 	elems, _ := doc.Elements()
 	for _, e := range elems {
@@ -267,7 +356,7 @@ func removeKey(d bson.D, k string) bson.D {
 }
 
 // applyValue projects one field's value under node c; keep=false drops it.
-func (p *projection) applyValue(root bson.Raw, v bson.RawValue, c *projNode) (any, bool, error) {
+func (p *Projection) applyValue(root bson.Raw, v bson.RawValue, c *projNode) (any, bool, error) {
 	switch c.action {
 	case projInclude:
 		return v, true, nil
@@ -350,7 +439,7 @@ func sliceValue(v, arg bson.RawValue) any {
 
 // positionalIndex finds the first element of the array that makes the
 // query match, as mongod records it while matching.
-func (p *projection) positionalIndex(root bson.Raw, c *projNode, vals []bson.RawValue) (int, error) {
+func (p *Projection) positionalIndex(root bson.Raw, c *projNode, vals []bson.RawValue) (int, error) {
 	noMatch := cerr(51246, "Executor error during find command :: caused by :: positional operator '.$' couldn't find a matching element in the array")
 	if p.query == nil {
 		return 0, noMatch
@@ -374,7 +463,7 @@ func (p *projection) positionalIndex(root bson.Raw, c *projNode, vals []bson.Raw
 	return 0, noMatch
 }
 
-func (p *projection) pathOf(target *projNode) []string {
+func (p *Projection) pathOf(target *projNode) []string {
 	var walk func(n *projNode, prefix []string) []string
 	walk = func(n *projNode, prefix []string) []string {
 		for _, k := range n.order {

@@ -109,12 +109,14 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 		docs = docs[:limit]
 	}
 	if p, ok := req.Body.Lookup("projection").DocumentOK(); ok {
+		proj, err := ParseProjection(p, filter)
+		if err != nil {
+			return nil, asCmdError(err)
+		}
 		for i, d := range docs {
-			pd, err := Project(d, p, filter)
-			if err != nil {
+			if docs[i], err = proj.Apply(d); err != nil {
 				return nil, asCmdError(err)
 			}
-			docs[i] = pd
 		}
 	}
 	batch := int(intField(req, "batchSize"))
