@@ -174,6 +174,9 @@ func parseUpdatePath(key string, filters map[string]Filter, used map[string]bool
 	if positional > 1 {
 		return nil, cerr(2, "Too many positional (i.e. '$') elements found in path '%s'", key)
 	}
+	if parts[0] == "$" {
+		return nil, cerr(2, "Cannot have positional (i.e. '$') element in the first position in path '%s'", key)
+	}
 	return parts, nil
 }
 
@@ -306,7 +309,7 @@ type applier struct {
 // idText: the document's _id as mongod quotes it in messages.
 func (a *applier) idText() string {
 	if !a.hasID {
-		return "{}"
+		return "{no id}"
 	}
 	return showElem("_id", toRaw(a.id))
 }

@@ -65,7 +65,7 @@ func TestUpdateOperators(t *testing.T) {
 		// $inc / $mul with mongod's type rules
 		{docs: `[{"_id":1,"a":2147483647}]`, filter: `{}`, update: `{"$inc":{"a":1}}`, want: `[{"_id":1,"a":{"$numberLong":"2147483648"}}]`},
 		{docs: `[{"_id":1,"a":1}]`, filter: `{}`, update: `{"$inc":{"a":1.5,"b":2}}`, want: `[{"_id":1,"a":2.5,"b":2}]`},
-		{docs: `[{"_id":1,"a":{"$numberLong":"9223372036854775807"}}]`, filter: `{}`, update: `{"$inc":{"a":1}}`, code: 2, msg: "Failed to apply $inc operations to current value"},
+		{docs: `[{"_id":1,"a":{"$numberLong":"9223372036854775807"}}]`, filter: `{}`, update: `{"$inc":{"a":1}}`, code: 2, msg: "Failed to apply $inc operations to current value ((NumberLong)9223372036854775807) for document {_id: 1}"},
 		{docs: `[{"_id":1,"a":"x"}]`, filter: `{}`, update: `{"$inc":{"a":1}}`, code: 14, msg: "Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 'a' of non-numeric type string"},
 		{docs: `[{"_id":1}]`, filter: `{}`, update: `{"$inc":{"a":"x"}}`, code: 14, msg: `Cannot increment with non-numeric argument: {a: "x"}`},
 		{docs: `[{"_id":1,"a":3}]`, filter: `{}`, update: `{"$mul":{"a":2,"b":2.5}}`, want: `[{"_id":1,"a":6,"b":0.0}]`},

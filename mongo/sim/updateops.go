@@ -253,7 +253,7 @@ func (a *applier) leaf(o updateOp, field string) leafFn {
 			}
 			r := arith(o.op, c, arg)
 			if r == nil {
-				return nil, 0, cerr(2, "Failed to apply %s operations to current value (%s) for document %s", o.op, showValue(c), a.idText())
+				return nil, 0, cerr(2, "Failed to apply %s operations to current value (%s) for document %s", o.op, numberDebug(c), a.idText())
 			}
 			return r, leafSet, nil
 		}
@@ -418,6 +418,17 @@ func arith(op string, cur, arg bson.RawValue) any {
 		return int32(r)
 	}
 	return r
+}
+
+// numberDebug prints a number as mongod's SafeNum does: (NumberLong)5.
+func numberDebug(v bson.RawValue) string {
+	name := map[bson.Type]string{bson.TypeInt32: "NumberInt", bson.TypeInt64: "NumberLong",
+		bson.TypeDouble: "NumberDouble", bson.TypeDecimal128: "NumberDecimal"}[v.Type]
+	s := showValue(v)
+	if v.Type == bson.TypeDecimal128 {
+		s = v.Decimal128().String()
+	}
+	return "(" + name + ")" + s
 }
 
 func zeroOf(v bson.RawValue) bson.RawValue {
