@@ -284,6 +284,12 @@ func parseOperator(path, op string, ov bson.RawValue) (fieldPred, error) {
 			return not(p), nil
 		}
 		return nil, cerr(2, "$not needs a regex or a document")
+	case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
+		bp, err := bitsPred(op, ov)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(true, bp), nil
 	case "$comment":
 		return func(valuesFn) bool { return true }, nil
 	}

@@ -179,6 +179,11 @@ func TestQueryFilters(t *testing.T) {
 		{`[{"_id":1,"s":"Abc"},{"_id":2,"s":"xyz"},{"_id":3}]`, `{"s":{"$not":{"$regularExpression":{"pattern":"^A","options":""}}}}`, "2,3", 0},
 		{`[{"_id":1}]`, `{"s":{"$regex":"a","$options":"z"}}`, "", 51108},
 		{`[{"_id":1}]`, `{"s":{"$options":"i"}}`, "", 2},
+		// bit tests
+		{`[{"_id":1,"a":54},{"_id":2,"a":20},{"_id":3,"a":-1},{"_id":4,"a":"x"}]`, `{"a":{"$bitsAllSet":[1,5]}}`, "1,3", 0},
+		{`[{"_id":1,"a":54},{"_id":2,"a":20},{"_id":3,"a":-1}]`, `{"a":{"$bitsAnyClear":35}}`, "1,2", 0},
+		{`[{"_id":1,"a":54},{"_id":2,"a":20}]`, `{"a":{"$bitsAllClear":{"$binary":{"base64":"Ag==","subType":"00"}}}}`, "2", 0},
+		{`[{"_id":1,"a":54}]`, `{"a":{"$bitsAnySet":"x"}}`, "", 2},
 		// $size, $not, $comment, logical operators
 		{`[{"_id":1,"a":[1,2]},{"_id":2,"a":[1]},{"_id":3,"a":[[1,2]]}]`, `{"a":{"$size":2}}`, "1", 0},
 		{`[{"_id":1,"a":5},{"_id":2,"a":1},{"_id":3}]`, `{"a":{"$not":{"$gt":3}}}`, "2,3", 0},
