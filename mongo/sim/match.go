@@ -64,6 +64,16 @@ func ParseFilter(filter bson.Raw) (Filter, error) {
 			}
 		case k == "$comment":
 			continue
+		case k == "$jsonSchema":
+			schema, ok := v.DocumentOK()
+			if !ok {
+				return nil, cerr(14, "$jsonSchema must be an object")
+			}
+			p, err := parseJSONSchema(schema)
+			if err != nil {
+				return nil, err
+			}
+			f = func(doc bson.Raw) bool { return p(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc}) }
 		case k == "$text":
 			return nil, cerr(27, "text index required for $text query")
 		case k == "$where":

@@ -184,6 +184,12 @@ func TestQueryFilters(t *testing.T) {
 		{`[{"_id":1,"a":54},{"_id":2,"a":20},{"_id":3,"a":-1}]`, `{"a":{"$bitsAnyClear":35}}`, "1,2", 0},
 		{`[{"_id":1,"a":54},{"_id":2,"a":20}]`, `{"a":{"$bitsAllClear":{"$binary":{"base64":"Ag==","subType":"00"}}}}`, "2", 0},
 		{`[{"_id":1,"a":54}]`, `{"a":{"$bitsAnySet":"x"}}`, "", 2},
+		// $jsonSchema
+		{`[{"_id":1,"n":"ab","q":5,"t":["x"]},{"_id":2,"n":"a","q":5},{"_id":3,"q":5},{"_id":4,"n":"ab","q":50},{"_id":5,"n":"ab","q":5,"t":[1]}]`,
+			`{"$jsonSchema":{"required":["n"],"properties":{"n":{"bsonType":"string","minLength":2},"q":{"bsonType":["int","long"],"minimum":1,"maximum":10},"t":{"bsonType":"array","items":{"type":"string"}}}}}`, "1", 0},
+		{`[{"_id":1,"a":1},{"_id":2,"a":1,"b":2}]`, `{"$jsonSchema":{"properties":{"_id":{},"a":{}},"additionalProperties":false}}`, "1", 0},
+		{`[{"_id":1,"a":5},{"_id":2,"a":10}]`, `{"$jsonSchema":{"properties":{"a":{"maximum":10,"exclusiveMaximum":true}}}}`, "1", 0},
+		{`[{"_id":1}]`, `{"$jsonSchema":{"foo":1}}`, "", 9},
 		// $size, $not, $comment, logical operators
 		{`[{"_id":1,"a":[1,2]},{"_id":2,"a":[1]},{"_id":3,"a":[[1,2]]}]`, `{"a":{"$size":2}}`, "1", 0},
 		{`[{"_id":1,"a":5},{"_id":2,"a":1},{"_id":3}]`, `{"a":{"$not":{"$gt":3}}}`, "2,3", 0},
