@@ -258,6 +258,14 @@ func TestQuerySortAndProjection(t *testing.T) {
 			t.Errorf("sort %s: got [%s] want [%s]", tc.sort, g, tc.want)
 		}
 	}
+	// distinct reaches values through arrays of sub-documents
+	dc := db.Collection("distinct")
+	seed(t, dc, `[{"_id":1,"items":[{"sku":"b"},{"sku":"a"}]},{"_id":2,"items":{"sku":"c"}},{"_id":3,"items":[{"sku":"a"}]}]`)
+	res := dc.Distinct(context.Background(), "items.sku", bson.D{})
+	var skus []string
+	if err := res.Decode(&skus); err != nil || strings.Join(skus, ",") != "a,b,c" {
+		t.Errorf("distinct items.sku: %v %v", skus, err)
+	}
 	projections := []struct {
 		doc, filter, proj, want string
 		code                    int

@@ -301,9 +301,6 @@ func (a *applier) resolve(root any, path []string) ([][]string, error) {
 			}
 			v, ok := getPath(root, prefix)
 			if !ok {
-				if a.inserting {
-					continue
-				}
 				return nil, cerr(2, "The path '%s' must exist in the document in order to apply array updates.", strings.Join(path[:i], "."))
 			}
 			arr, isArr := v.(bson.A)
