@@ -2,6 +2,7 @@ package sim
 
 import (
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -122,6 +123,9 @@ func SortDocs(docs []bson.Raw, spec bson.Raw) error {
 	}
 	keys := make([][]sortKey, len(docs))
 	for i, d := range docs {
+		if parallelArrays(d, fields) {
+			return cerr(2, "cannot sort with keys that are parallel arrays")
+		}
 		for _, f := range fields {
 			if f.meta {
 				keys[i] = append(keys[i], sortKey{v: bson.RawValue{Type: bson.TypeNull}})
@@ -149,4 +153,38 @@ func SortDocs(docs []bson.Raw, spec bson.Raw) error {
 	}
 	copy(docs, sorted)
 	return nil
+}
+
+// parallelArrays: two sort keys reach different arrays of one document,
+// which mongod refuses to sort by.
+func parallelArrays(doc bson.Raw, fields []sortField) bool {
+	seen := ""
+	for _, f := range fields {
+		if f.meta {
+			continue
+		}
+		p := firstArray(doc, strings.Split(f.path, "."))
+		switch {
+		case p == "":
+		case seen == "":
+			seen = p
+		case seen != p:
+			return true
+		}
+	}
+	return false
+}
+
+// firstArray is the shortest prefix of path whose value is an array.
+func firstArray(doc bson.Raw, parts []string) string {
+	for i := range parts {
+		v, err := doc.LookupErr(parts[:i+1]...)
+		if err != nil {
+			return ""
+		}
+		if v.Type == bson.TypeArray {
+			return strings.Join(parts[:i+1], ".")
+		}
+	}
+	return ""
 }
