@@ -201,7 +201,7 @@ func (u *Update) Apply(doc, query bson.Raw, inserting bool) (bson.Raw, error) {
 		}
 		for _, e := range repl {
 			if e.Key == "_id" {
-				if hadID && !sameValue(oldID, e.Value) && !inserting {
+				if hadID && !sameValue(oldID, e.Value) {
 					return nil, cerr(66, "After applying the update, the (immutable) field '_id' was found to have been altered to _id: %s", showValue(toRaw(e.Value)))
 				}
 				if !hadID {

@@ -102,6 +102,10 @@ func TestUpdateOperators(t *testing.T) {
 		{docs: `[{"_id":1,"a":1}]`, filter: `{"_id":1}`, update: `{"$set":{"b":1},"$setOnInsert":{"f":1}}`, upsert: true, want: `[{"_id":1,"a":1,"b":1}]`},
 		{docs: `[]`, filter: `{"_id":5,"x":1}`, update: `{"y":2}`, upsert: true, want: `[{"_id":5,"y":2}]`},
 		{docs: `[{"_id":1,"a":1}]`, filter: `{"_id":1}`, update: `{"b":2}`, want: `[{"_id":1,"b":2}]`},
+		{docs: `[]`, filter: `{"_id":5}`, update: `{"_id":6,"y":2}`, upsert: true, code: 66},
+		{docs: `[]`, filter: `{"_id":9,"a":{"$in":[3]},"$and":[{"b":1}]}`, update: `{"$set":{"c":1}}`, upsert: true, want: `[{"_id":9,"a":3,"b":1,"c":1}]`},
+		{docs: `[]`, filter: `{"a":[1]}`, update: `{"$set":{"a.$":2}}`, upsert: true, code: 2, msg: "The positional operator did not find the match needed from the query."},
+		{docs: `[]`, filter: `{"_id":1}`, update: `{"$set":{"a.$[]":2}}`, upsert: true, code: 2, msg: "The path 'a' must exist in the document in order to apply array updates."},
 		{docs: `[{"_id":1,"a":1},{"_id":2,"a":1}]`, filter: `{"a":1}`, update: `{"$inc":{"a":1}}`, multi: true, want: `[{"_id":1,"a":2},{"_id":2,"a":2}]`},
 		// mongod's errors
 		{docs: `[{"_id":1}]`, filter: `{}`, update: `{"$set":{"_id":2}}`, code: 66, msg: "Performing an update on the path '_id' would modify the immutable field '_id'"},
