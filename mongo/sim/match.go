@@ -7,16 +7,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// lookupPath returns the value at a dotted path without traversing arrays of
-// sub-documents (missing → zero RawValue).
-func lookupPath(doc bson.Raw, path string) bson.RawValue {
-	v, err := doc.LookupErr(strings.Split(path, ".")...)
-	if err != nil {
-		return bson.RawValue{}
-	}
-	return v
-}
-
 // asCmdError gives an error of the query language mongod's reply shape;
 // errors that carry no code are BadValue.
 func asCmdError(err error) *CmdError {
@@ -136,14 +126,15 @@ func parseLogical(op string, v bson.RawValue) (Filter, error) {
 	}, nil
 }
 
-// isOperatorDoc: a document whose first field is an operator ($gt, ...).
+// isOperatorDoc: a document whose first field is an operator ($gt, ...);
+// a DBRef ($ref, $id, $db) is a value.
 func isOperatorDoc(v bson.RawValue) bool {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return false
 	}
-	e, err := d.IndexErr(0)
-	return err == nil && strings.HasPrefix(e.Key(), "$")
+	k := firstKey(d)
+	return strings.HasPrefix(k, "$") && k != "$ref" && k != "$id" && k != "$db"
 }
 
 // parseFieldCond compiles {path: cond}: an operator document, a regex or
