@@ -200,6 +200,9 @@ func not(p fieldPred) fieldPred { return func(get valuesFn) bool { return !p(get
 func parseOperator(path, op string, ov bson.RawValue) (fieldPred, error) {
 	switch op {
 	case "$eq", "$ne":
+		if op == "$ne" && ov.Type == bson.TypeRegex {
+			return nil, cerr(2, "Can't have regex as arg to $ne.")
+		}
 		eq, err := equalityPred(ov, false)
 		if err != nil {
 			return nil, err
@@ -209,6 +212,9 @@ func parseOperator(path, op string, ov bson.RawValue) (fieldPred, error) {
 		}
 		return anyValue(true, eq), nil
 	case "$gt", "$gte", "$lt", "$lte":
+		if ov.Type == bson.TypeRegex {
+			return nil, cerr(2, "Can't have RegEx as arg to predicate over field '%s'.", path)
+		}
 		return anyValue(true, comparePred(op, ov)), nil
 	case "$in", "$nin":
 		in, err := inPred(op, ov)
@@ -293,6 +299,8 @@ func parseOperator(path, op string, ov bson.RawValue) (fieldPred, error) {
 		return anyValue(true, bp), nil
 	case "$comment":
 		return func(valuesFn) bool { return true }, nil
+	case "$where":
+		return nil, cerr(2, "$where cannot be applied to a field")
 	}
 	return nil, cerr(2, "unknown operator: %s", op)
 }

@@ -32,6 +32,9 @@ func typePred(ov bson.RawValue) (func(bson.RawValue) bool, error) {
 	} else {
 		args = []bson.RawValue{ov}
 	}
+	if len(args) == 0 {
+		return nil, cerr(2, "$type must match at least one type")
+	}
 	want := map[bson.Type]bool{}
 	number := false
 	for _, a := range args {

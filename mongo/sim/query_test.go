@@ -205,6 +205,9 @@ func TestQueryFilters(t *testing.T) {
 		{`[{"_id":1}]`, `{"a":{"$not":{}}}`, "", 2},
 		{`[{"_id":1}]`, `{"a":{"$elemMatch":1}}`, "", 2},
 		{`[{"_id":1}]`, `{"$text":{"$search":"x"}}`, "", 27},
+		{`[{"_id":1}]`, `{"a":{"$gt":{"$regularExpression":{"pattern":"x","options":""}}}}`, "", 2},
+		{`[{"_id":1}]`, `{"a":{"$ne":{"$regularExpression":{"pattern":"x","options":""}}}}`, "", 2},
+		{`[{"_id":1}]`, `{"a":{"$type":[]}}`, "", 2},
 	}
 	for i, tc := range cases {
 		coll := db.Collection(fmt.Sprintf("f%d", i))
