@@ -228,9 +228,11 @@ func (u *Update) Apply(doc, query bson.Raw, inserting bool) (bson.Raw, error) {
 	return bson.Marshal(d)
 }
 
+// sameValue: equal by BSON comparison (1 and 1.0 are the same _id to
+// mongod's immutable-field check).
 func sameValue(a, b any) bool {
 	ra, rb := toRaw(a), toRaw(b)
-	return ra.Type == rb.Type && string(ra.Value) == string(rb.Value)
+	return typeOrder(ra.Type) == typeOrder(rb.Type) && compareValues(ra, rb) == 0
 }
 
 // applier carries one document's update.
