@@ -169,6 +169,8 @@ func parseUpdatePath(key string, filters map[string]Filter, used map[string]bool
 				return nil, cerr(2, "No array filter found for identifier '%s' in path '%s'", id, key)
 			}
 			used[id] = true
+		case strings.HasPrefix(p, "$"):
+			return nil, cerr(52, "The dollar ($) prefixed field '%s' in '%s' is not valid for storage.", p, key)
 		}
 	}
 	if positional > 1 {
@@ -180,7 +182,10 @@ func parseUpdatePath(key string, filters map[string]Filter, used map[string]bool
 	return parts, nil
 }
 
-func isPositional(p string) bool { return strings.HasPrefix(p, "$") }
+// isPositional: $, $[] or $[<id>].
+func isPositional(p string) bool {
+	return p == "$" || strings.HasPrefix(p, "$[") && strings.HasSuffix(p, "]")
+}
 
 // Apply returns doc updated; query is the filter that matched it (for the
 // positional $), inserting says the document is being created by an upsert.

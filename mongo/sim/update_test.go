@@ -117,6 +117,7 @@ func TestUpdateOperators(t *testing.T) {
 		{docs: `[{"_id":1}]`, filter: `{}`, update: `{"$set":1}`, code: 9, msg: "Modifiers operate on fields but we found type int instead. For example: {$mod: {<field>: ...}} not {$set: 1}"},
 		{docs: `[{"_id":1,"a":1}]`, filter: `{}`, update: `{"$set":{}}`, want: `[{"_id":1,"a":1}]`},
 		{docs: `[{"_id":1}]`, filter: `{}`, update: `{"$set":{"a..b":1}}`, code: 56},
+		{docs: `[{"_id":1}]`, filter: `{}`, update: `{"$set":{"a.$x":1}}`, code: 52},
 	}
 	for i, tc := range cases {
 		coll := db.Collection(fmt.Sprintf("u%d", i))
