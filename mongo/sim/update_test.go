@@ -69,6 +69,7 @@ func TestUpdateOperators(t *testing.T) {
 		{docs: `[{"_id":1,"a":"x"}]`, filter: `{}`, update: `{"$inc":{"a":1}}`, code: 14, msg: "Cannot apply $inc to a value of non-numeric type. {_id: 1} has the field 'a' of non-numeric type string"},
 		{docs: `[{"_id":1}]`, filter: `{}`, update: `{"$inc":{"a":"x"}}`, code: 14, msg: `Cannot increment with non-numeric argument: {a: "x"}`},
 		{docs: `[{"_id":1,"a":3}]`, filter: `{}`, update: `{"$mul":{"a":2,"b":2.5}}`, want: `[{"_id":1,"a":6,"b":0.0}]`},
+		{docs: `[{"_id":1,"a":{"$numberDecimal":"1.1"},"b":2}]`, filter: `{}`, update: `{"$inc":{"a":{"$numberDecimal":"2.2"},"b":{"$numberDecimal":"0.5"}}}`, want: `[{"_id":1,"a":{"$numberDecimal":"3.3"},"b":{"$numberDecimal":"2.5"}}]`},
 		{docs: `[{"_id":1,"a":5,"b":5}]`, filter: `{}`, update: `{"$min":{"a":3,"c":1},"$max":{"b":3}}`, want: `[{"_id":1,"a":3,"b":5,"c":1}]`},
 		// $rename moves, $bit
 		{docs: `[{"_id":1,"a":1,"b":2}]`, filter: `{}`, update: `{"$rename":{"a":"c"}}`, want: `[{"_id":1,"b":2,"c":1}]`},

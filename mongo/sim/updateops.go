@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"math/big"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -261,6 +262,9 @@ func mustGet(root any, path []string) any {
 // arith is $inc or $mul with mongod's promotion: int32 overflows into
 // int64, doubles win; nil when an int64 overflows (mongod refuses).
 func arith(op string, cur, arg bson.RawValue) any {
+	if cur.Type == bson.TypeDecimal128 || arg.Type == bson.TypeDecimal128 {
+		return decimalArith(op, cur, arg)
+	}
 	if cur.Type == bson.TypeDouble || arg.Type == bson.TypeDouble {
 		a, _ := cur.AsFloat64OK()
 		b, _ := arg.AsFloat64OK()
@@ -268,9 +272,6 @@ func arith(op string, cur, arg bson.RawValue) any {
 			return a * b
 		}
 		return a + b
-	}
-	if cur.Type == bson.TypeDecimal128 || arg.Type == bson.TypeDecimal128 {
-		return nil
 	}
 	a, _ := cur.AsInt64OK()
 	b, _ := arg.AsInt64OK()
@@ -290,6 +291,35 @@ func arith(op string, cur, arg bson.RawValue) any {
 		return int32(r)
 	}
 	return r
+}
+
+// decimalArith: Decimal128 wins over the other number types; the result
+// keeps 34 significant digits, as a Decimal128 holds.
+func decimalArith(op string, cur, arg bson.RawValue) any {
+	toBig := func(v bson.RawValue) (*big.Float, bool) {
+		s := showValue(v)
+		if d, ok := v.Decimal128OK(); ok {
+			s = d.String()
+		}
+		f, ok := new(big.Float).SetPrec(256).SetString(s)
+		return f, ok
+	}
+	a, okA := toBig(cur)
+	b, okB := toBig(arg)
+	if !okA || !okB {
+		return nil // NaN and infinities are not modelled
+	}
+	r := new(big.Float).SetPrec(256)
+	if op == "$mul" {
+		r.Mul(a, b)
+	} else {
+		r.Add(a, b)
+	}
+	d, err := bson.ParseDecimal128(r.Text('g', 34))
+	if err != nil {
+		return nil
+	}
+	return d
 }
 
 // numberDebug prints a number as mongod's SafeNum does: (NumberLong)5.
