@@ -77,8 +77,13 @@ func parseSort(spec bson.Raw) ([]sortField, error) {
 	var out []sortField
 	for _, e := range elems {
 		k, v := e.Key(), e.Value()
-		if k == "" {
-			return nil, cerr(2, "FieldPath cannot be constructed with empty string")
+		switch {
+		case k == "":
+			return nil, cerr(40352, "FieldPath cannot be constructed with empty string")
+		case strings.Contains("."+k+".", ".."):
+			return nil, cerr(15998, "FieldPath field names may not be empty strings.")
+		case strings.HasPrefix(k, "$") && k != "$natural":
+			return nil, cerr(16410, "FieldPath field names may not start with '$'. Consider using $getField or $setField.")
 		}
 		if d, ok := v.DocumentOK(); ok {
 			if m, ok := d.Lookup("$meta").StringValueOK(); ok && len(d.Lookup("$meta").Value) > 0 {

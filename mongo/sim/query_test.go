@@ -246,6 +246,7 @@ func TestQuerySortAndProjection(t *testing.T) {
 		{`[{"_id":1,"a":[1,2],"b":[1,2]}]`, `{"a":1,"b":1}`, "", 2},
 		{`[{"_id":1}]`, `{"a":2}`, "", 15975},
 		{`[{"_id":1}]`, `{"a":"x"}`, "", 15974},
+		{`[{"_id":1}]`, `{"$a":1}`, "", 16410},
 	}
 	for i, tc := range sorts {
 		coll := db.Collection(fmt.Sprintf("s%d", i))
