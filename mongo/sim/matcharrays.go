@@ -66,6 +66,27 @@ func allPred(path string, ov bson.RawValue) (fieldPred, error) {
 // elemMatchPred: an array with one element that satisfies the operators
 // (value form, {$elemMatch: {$gt: 1}}) or the filter (object form).
 func elemMatchPred(ov bson.RawValue) (func(bson.RawValue) bool, error) {
+	elem, err := elemMatchElement(ov)
+	if err != nil {
+		return nil, err
+	}
+	return func(v bson.RawValue) bool {
+		arr, ok := v.ArrayOK()
+		if !ok {
+			return false
+		}
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			if elem(x) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+// elemMatchElement: whether one array element satisfies an $elemMatch.
+func elemMatchElement(ov bson.RawValue) (func(bson.RawValue) bool, error) {
 	d, ok := ov.DocumentOK()
 	if !ok {
 		return nil, cerr(2, "$elemMatch needs an Object")
@@ -92,17 +113,5 @@ func elemMatchPred(ov bson.RawValue) (func(bson.RawValue) bool, error) {
 			return f(bson.Raw(v.Value))
 		}
 	}
-	return func(v bson.RawValue) bool {
-		arr, ok := v.ArrayOK()
-		if !ok {
-			return false
-		}
-		vals, _ := arr.Values()
-		for _, x := range vals {
-			if elem(x) {
-				return true
-			}
-		}
-		return false
-	}, nil
+	return elem, nil
 }

@@ -23,7 +23,7 @@ const (
 type projNode struct {
 	action   projAction
 	arg      bson.RawValue
-	match    Filter // $elemMatch
+	match    func(bson.RawValue) bool // $elemMatch, on one element
 	children map[string]*projNode
 	order    []string
 }
@@ -169,7 +169,7 @@ func (p *Projection) applyValue(root bson.Raw, v bson.RawValue, c *projNode) (an
 		}
 		vals, _ := arr.Values()
 		for _, x := range vals {
-			if x.Type == bson.TypeEmbeddedDocument && c.match(x.Document()) {
+			if c.match(x) {
 				return bson.A{x}, true, nil
 			}
 		}

@@ -152,8 +152,7 @@ func (p *Projection) parseOperator(k string, d bson.Raw) error {
 			return cerr(28667, "Invalid $slice syntax. The given syntax %s did not match the find() syntax because :: Location31273: $slice only supports numbers and [skip, limit] arrays :: The given syntax did not match the expression $slice syntax. :: caused by :: Expression $slice takes at least 2 arguments, and at most 3, but 1 were passed in.", showDoc(d))
 		}
 	case "$elemMatch":
-		sub, ok := arg.DocumentOK()
-		if !ok {
+		if arg.Type != bson.TypeEmbeddedDocument {
 			return cerr(31274, "elemMatch: Invalid argument, object required, but got %s", typeName(arg.Type))
 		}
 		if p.positional {
@@ -162,7 +161,7 @@ func (p *Projection) parseOperator(k string, d bson.Raw) error {
 		if strings.Contains(k, ".") {
 			return cerr(31275, "Cannot use $elemMatch projection on a nested field.")
 		}
-		match, err := ParseFilter(sub)
+		match, err := elemMatchElement(arg)
 		if err != nil {
 			return err
 		}
@@ -192,7 +191,7 @@ func validFindSlice(v bson.RawValue) bool {
 	return truncInt(vals[1]) > 0
 }
 
-func (p *Projection) insert(path string, action projAction, arg bson.RawValue, match Filter) error {
+func (p *Projection) insert(path string, action projAction, arg bson.RawValue, match func(bson.RawValue) bool) error {
 	parts := strings.Split(path, ".")
 	n := &p.root
 	for i, part := range parts {
