@@ -437,7 +437,7 @@ var codeNames = map[int32]string{
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373",
 	// query language
-	27: "IndexNotFound", 28: "PathNotViable", 52: "DollarPrefixedFieldName", 56: "EmptyFieldName",
+	27: "IndexNotFound", 28: "PathNotViable", 52: "DollarPrefixedFieldName", 54: "NotSingleValueField", 56: "EmptyFieldName",
 }
 
 func codeName(c int32) string {

@@ -69,7 +69,7 @@ func codeOf(err error) int {
 	}
 	var se mongo.ServerError
 	if errors.As(err, &se) {
-		for _, c := range []int{2, 9, 14, 28, 40, 52, 56, 66} {
+		for _, c := range []int{2, 9, 14, 28, 40, 52, 54, 56, 66} {
 			if se.HasErrorCode(c) {
 				return c
 			}

@@ -104,6 +104,7 @@ func TestUpdateOperators(t *testing.T) {
 		{docs: `[]`, filter: `{"_id":5,"x":1}`, update: `{"y":2}`, upsert: true, want: `[{"_id":5,"y":2}]`},
 		{docs: `[{"_id":1,"a":1}]`, filter: `{"_id":1}`, update: `{"b":2}`, want: `[{"_id":1,"b":2}]`},
 		{docs: `[]`, filter: `{"_id":5}`, update: `{"_id":6,"y":2}`, upsert: true, code: 66},
+		{docs: `[]`, filter: `{"a":1,"a.b":2}`, update: `{"$set":{"c":1}}`, upsert: true, code: 54, msg: "cannot infer query fields to set, both paths 'a' and 'a.b' are matched"},
 		{docs: `[]`, filter: `{"_id":9,"a":{"$in":[3]},"$and":[{"b":1}]}`, update: `{"$set":{"c":1}}`, upsert: true, want: `[{"_id":9,"a":3,"b":1,"c":1}]`},
 		{docs: `[]`, filter: `{"a":[1]}`, update: `{"$set":{"a.$":2}}`, upsert: true, code: 2, msg: "The positional operator did not find the match needed from the query."},
 		{docs: `[]`, filter: `{"_id":1}`, update: `{"$set":{"a.$[]":2}}`, upsert: true, code: 2, msg: "The path 'a' must exist in the document in order to apply array updates."},

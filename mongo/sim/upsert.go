@@ -33,6 +33,15 @@ func seedFromQuery(seed any, query bson.Raw) (any, error) {
 	var eqs []queryEquality
 	collectEqualities(query, &eqs)
 	sort.SliceStable(eqs, func(i, j int) bool { return comparePaths(eqs[i].path, eqs[j].path) < 0 })
+	for i := 1; i < len(eqs); i++ {
+		a, b := eqs[i-1].path, eqs[i].path
+		switch {
+		case equalPaths(a, b):
+			return nil, cerr(54, "cannot infer query fields to set, path '%s' is matched twice", strings.Join(a, "."))
+		case len(a) < len(b) && equalPaths(a, b[:len(a)]):
+			return nil, cerr(54, "cannot infer query fields to set, both paths '%s' and '%s' are matched", strings.Join(a, "."), strings.Join(b, "."))
+		}
+	}
 	for _, e := range eqs {
 		val := e.value
 		var err error
