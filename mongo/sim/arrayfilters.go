@@ -68,3 +68,19 @@ func arrayFilterID(f bson.Raw) (string, error) {
 	}
 	return id, nil
 }
+
+// arrayFiltersOf: the arrayFilters of an update statement or findAndModify.
+func arrayFiltersOf(body bson.Raw) []bson.Raw {
+	arr, ok := body.Lookup("arrayFilters").ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, _ := arr.Values()
+	var out []bson.Raw
+	for _, v := range vals {
+		if d, ok := v.DocumentOK(); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}

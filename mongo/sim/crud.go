@@ -192,7 +192,7 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
 			break
 		}
-		parsed, err := ParseUpdate(spec, arrayFilters(u))
+		parsed, err := ParseUpdate(spec, arrayFiltersOf(u))
 		if err != nil {
 			ce := asCmdError(err)
 			writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg))
@@ -317,7 +317,7 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	var parsed *Update
 	if hasUpd && !remove {
 		var err error
-		if parsed, err = ParseUpdate(upd, arrayFilters(req.Body)); err != nil {
+		if parsed, err = ParseUpdate(upd, arrayFiltersOf(req.Body)); err != nil {
 			return nil, asCmdError(err)
 		}
 	}
@@ -379,22 +379,6 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		value = doc
 	}
 	return c.finishWrite(req, bson.D{{Key: "lastErrorObject", Value: lastErr}, {Key: "value", Value: value}}), nil
-}
-
-// arrayFilters: the arrayFilters of an update statement or findAndModify.
-func arrayFilters(body bson.Raw) []bson.Raw {
-	arr, ok := body.Lookup("arrayFilters").ArrayOK()
-	if !ok {
-		return nil
-	}
-	vals, _ := arr.Values()
-	var out []bson.Raw
-	for _, v := range vals {
-		if d, ok := v.DocumentOK(); ok {
-			out = append(out, d)
-		}
-	}
-	return out
 }
 
 // idFirst returns doc with _id as its first field (generated if absent),
