@@ -146,9 +146,14 @@ func schemaKeyword(schema bson.Raw, k string, v bson.RawValue) (schemaPred, erro
 			return nil, cerr(14, "$jsonSchema keyword 'required' must be an array")
 		}
 		names, _ := arr.Values()
+		for _, n := range names {
+			if n.Type != bson.TypeString {
+				return nil, cerr(14, "$jsonSchema keyword 'required' must be an array of strings")
+			}
+		}
 		return onType(isObject, func(x bson.RawValue) bool {
 			for _, n := range names {
-				if _, err := x.Document().LookupErr(n.StringValue()); err != nil {
+				if _, err := x.Document().LookupErr(stringOf(n)); err != nil {
 					return false
 				}
 			}
@@ -192,7 +197,7 @@ func schemaKeyword(schema bson.Raw, k string, v bson.RawValue) (schemaPred, erro
 			return nil, err
 		}
 		return onType(isString, func(x bson.RawValue) bool {
-			l := utf8.RuneCountInString(x.StringValue())
+			l := utf8.RuneCountInString(stringOf(x))
 			return k == "minLength" && l >= n || k == "maxLength" && l <= n
 		}), nil
 	case "pattern":
@@ -204,7 +209,7 @@ func schemaKeyword(schema bson.Raw, k string, v bson.RawValue) (schemaPred, erro
 		if err != nil {
 			return nil, err
 		}
-		return onType(isString, func(x bson.RawValue) bool { return re.MatchString(x.StringValue()) }), nil
+		return onType(isString, func(x bson.RawValue) bool { return re.MatchString(stringOf(x)) }), nil
 	case "minItems", "maxItems", "minProperties", "maxProperties":
 		n, err := schemaCount(k, v)
 		if err != nil {

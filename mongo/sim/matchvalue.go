@@ -40,7 +40,7 @@ func typePred(ov bson.RawValue) (func(bson.RawValue) bool, error) {
 	for _, a := range args {
 		switch {
 		case a.Type == bson.TypeString:
-			s := a.StringValue()
+			s, _ := a.StringValueOK()
 			if s == "number" {
 				number = true
 				continue
@@ -127,7 +127,7 @@ func parseRegexOp(regex, options *bson.RawValue) (func(bson.RawValue) bool, erro
 	var pat, flags string
 	switch regex.Type {
 	case bson.TypeString:
-		pat = regex.StringValue()
+		pat, _ = regex.StringValueOK()
 	case bson.TypeRegex:
 		pat, flags = regex.Regex()
 	default:

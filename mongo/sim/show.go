@@ -13,7 +13,7 @@ import (
 func showValue(v bson.RawValue) string {
 	switch v.Type {
 	case bson.TypeString:
-		return strconv.Quote(v.StringValue())
+		return strconv.Quote(stringOf(v))
 	case bson.TypeInt32:
 		return strconv.Itoa(int(v.Int32()))
 	case bson.TypeInt64:
@@ -52,6 +52,12 @@ func showValue(v bson.RawValue) string {
 		return "MaxKey"
 	}
 	return v.String()
+}
+
+// stringOf: a string value, "" for anything else (or a malformed one).
+func stringOf(v bson.RawValue) string {
+	s, _ := v.StringValueOK()
+	return s
 }
 
 func showDoc(d bson.Raw) string {
