@@ -63,10 +63,17 @@ func compareValues(a, b bson.RawValue) int {
 			}
 			return 1
 		}
-		if isInteger(a.Type) && isInteger(b.Type) {
+		switch {
+		case isInteger(a.Type) && isInteger(b.Type):
 			ia, _ := a.AsInt64OK()
 			ib, _ := b.AsInt64OK()
 			return cmpInt64(ia, ib)
+		case isInteger(a.Type) && b.Type == bson.TypeDouble:
+			ia, _ := a.AsInt64OK()
+			return cmpIntDouble(ia, fb)
+		case a.Type == bson.TypeDouble && isInteger(b.Type):
+			ib, _ := b.AsInt64OK()
+			return -cmpIntDouble(ib, fa)
 		}
 		switch {
 		case fa < fb:
@@ -136,6 +143,28 @@ func compareDocs(a, b bson.RawValue) int {
 		}
 	}
 	return cmpInt(len(ea), len(eb))
+}
+
+// cmpIntDouble compares exactly, where converting the integer to a double
+// would round (beyond 2^53).
+func cmpIntDouble(i int64, d float64) int {
+	switch {
+	case d >= 0x1p63:
+		return -1
+	case d < -0x1p63:
+		return 1
+	}
+	t := math.Trunc(d)
+	if c := cmpInt64(i, int64(t)); c != 0 {
+		return c
+	}
+	switch {
+	case d > t:
+		return -1
+	case d < t:
+		return 1
+	}
+	return 0
 }
 
 func isInteger(t bson.Type) bool { return t == bson.TypeInt32 || t == bson.TypeInt64 }

@@ -71,6 +71,17 @@ func TestCompareValuesOrder(t *testing.T) {
 	}
 }
 
+func TestCompareLargeIntegersWithDoubles(t *testing.T) {
+	big := toRaw(int64(9007199254740993))
+	dbl := toRaw(9007199254740992.0)
+	if compareValues(big, dbl) <= 0 || compareValues(dbl, big) >= 0 {
+		t.Fatal("2^53+1 must sort after the double 2^53")
+	}
+	if compareValues(toRaw(int32(2)), toRaw(2.5)) >= 0 || compareValues(toRaw(int64(3)), toRaw(3.0)) != 0 {
+		t.Fatal("small integers against doubles")
+	}
+}
+
 func TestParseUpdateErrors(t *testing.T) {
 	cases := []struct {
 		update string
