@@ -123,14 +123,20 @@ func (p *Projection) apply(root, doc bson.Raw, n *projNode, top bool) (bson.D, e
 			out = append(out, bson.E{Key: k, Value: nv})
 		}
 	}
-	// computed fields follow, in the projection's order
+	// computed fields follow, in the projection's order, under new
+	// sub-documents where their parents are missing
 	for _, k := range n.order {
 		c := n.children[k]
-		if c.action != projExpr && c.action != projMeta {
+		if c.action == projInternal && c.computes() && !hasKey(out, k) {
+			if d, err := p.apply(root, emptyDoc, c, false); err != nil {
+				return nil, err
+			} else if len(d) > 0 {
+				out = append(out, bson.E{Key: k, Value: d})
+			}
 			continue
 		}
-		if c.action == projMeta {
-			continue // no text or search score to report
+		if c.action != projExpr {
+			continue // $meta: no text or search score to report
 		}
 		v, err := ProjectionExpr(root, c.arg)
 		if err != nil {
@@ -142,6 +148,30 @@ func (p *Projection) apply(root, doc bson.Raw, n *projNode, top bool) (bson.D, e
 		}
 	}
 	return out, nil
+}
+
+var emptyDoc = bson.Raw{5, 0, 0, 0, 0}
+
+// computes: the subtree holds an expression.
+func (n *projNode) computes() bool {
+	if n.action == projExpr {
+		return true
+	}
+	for _, c := range n.children {
+		if c.computes() {
+			return true
+		}
+	}
+	return false
+}
+
+func hasKey(d bson.D, k string) bool {
+	for _, e := range d {
+		if e.Key == k {
+			return true
+		}
+	}
+	return false
 }
 
 func removeKey(d bson.D, k string) bson.D {
