@@ -89,6 +89,8 @@ func TestUpdateOperators(t *testing.T) {
 		{docs: `[{"_id":1,"a":[1]}]`, filter: `{}`, update: `{"$pop":{"a":2}}`, code: 9, msg: "$pop expects 1 or -1, found: 2"},
 		{docs: `[{"_id":1,"a":[3,6,9],"b":[{"s":8,"i":"B"},{"s":7,"i":"B"}],"c":["x","y"]}]`, filter: `{}`, update: `{"$pull":{"a":{"$gte":6},"b":{"s":8,"i":"B"},"c":"x"}}`, want: `[{"_id":1,"a":[3],"b":[{"s":7,"i":"B"}],"c":["y"]}]`},
 		{docs: `[{"_id":1,"a":[0,5,0,6]}]`, filter: `{}`, update: `{"$pullAll":{"a":[0,6]}}`, want: `[{"_id":1,"a":[5]}]`},
+		{docs: `[{"_id":1,"a":[null,1],"b":[null,1]}]`, filter: `{}`, update: `{"$addToSet":{"a":null},"$pull":{"b":null}}`, want: `[{"_id":1,"a":[null,1],"b":[1]}]`},
+		{docs: `[{"_id":1,"a":null}]`, filter: `{}`, update: `{"$inc":{"a":1}}`, code: 14, msg: "has the field 'a' of non-numeric type null"},
 		// positional $, $[], $[<id>] with arrayFilters
 		{docs: `[{"_id":1,"g":[80,85,90]}]`, filter: `{"g":85}`, update: `{"$set":{"g.$":82}}`, want: `[{"_id":1,"g":[80,82,90]}]`},
 		{docs: `[{"_id":1,"items":[{"sku":"a","q":1},{"sku":"b","q":1}]}]`, filter: `{"items.sku":"b"}`, update: `{"$inc":{"items.$.q":4}}`, want: `[{"_id":1,"items":[{"sku":"a","q":1},{"sku":"b","q":5}]}]`},

@@ -154,8 +154,11 @@ func getPath(v any, path []string) (any, bool) {
 
 // toRaw and toGo convert between driver values and raw BSON values.
 func toRaw(v any) bson.RawValue {
-	if rv, ok := v.(bson.RawValue); ok {
-		return rv
+	switch x := v.(type) {
+	case bson.RawValue:
+		return x
+	case nil:
+		return bson.RawValue{Type: bson.TypeNull}
 	}
 	t, b, err := bson.MarshalValue(v)
 	if err != nil {
