@@ -118,3 +118,13 @@ func TestParseUpdateErrors(t *testing.T) {
 		t.Errorf("duplicate array filter: %v", err)
 	}
 }
+
+func TestUpdateResultSizeLimit(t *testing.T) {
+	u, err := ParseUpdate(mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: string(make([]byte, 9<<20))}, {Key: "b", Value: string(make([]byte, 9<<20))}}}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Apply(mustRaw(bson.D{{Key: "_id", Value: 1}}), nil, false); asCmdError(err).Code != 17419 {
+		t.Fatalf("want 17419, got %v", err)
+	}
+}

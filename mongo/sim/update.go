@@ -230,8 +230,13 @@ func (u *Update) Apply(doc, query bson.Raw, inserting bool) (bson.Raw, error) {
 	if newID, ok := getPath(d, []string{"_id"}); hadID && (!ok || !sameValue(oldID, newID)) {
 		return nil, cerr(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
 	}
-	return bson.Marshal(d)
+	out, err := bson.Marshal(d)
+	if err == nil && len(out) > maxBSONSize {
+		return nil, cerr(17419, "Resulting document after update is larger than %d", maxBSONSize)
+	}
+	return out, err
 }
+
 
 // sameValue: equal by BSON comparison (1 and 1.0 are the same _id to
 // mongod's immutable-field check).
