@@ -237,7 +237,6 @@ func (u *Update) Apply(doc, query bson.Raw, inserting bool) (bson.Raw, error) {
 	return out, err
 }
 
-
 // sameValue: equal by BSON comparison (1 and 1.0 are the same _id to
 // mongod's immutable-field check).
 func sameValue(a, b any) bool {
