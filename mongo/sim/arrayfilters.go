@@ -35,7 +35,8 @@ func arrayFilterID(f bson.Raw) (string, error) {
 		for _, e := range elems {
 			k := e.Key()
 			if k == "$and" || k == "$or" || k == "$nor" {
-				vals, _ := e.Value().Array().Values()
+				arr, _ := e.Value().ArrayOK()
+				vals, _ := arr.Values()
 				for _, v := range vals {
 					if sub, ok := v.DocumentOK(); ok {
 						if err := walk(sub); err != nil {

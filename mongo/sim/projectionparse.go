@@ -124,7 +124,8 @@ func queryMentions(query bson.Raw, field string) bool {
 	for _, e := range elems {
 		k := e.Key()
 		if k == "$and" || k == "$or" || k == "$nor" {
-			vals, _ := e.Value().Array().Values()
+			arr, _ := e.Value().ArrayOK()
+			vals, _ := arr.Values()
 			for _, x := range vals {
 				if sub, ok := x.DocumentOK(); ok && queryMentions(sub, field) {
 					return true

@@ -128,3 +128,22 @@ func TestUpdateResultSizeLimit(t *testing.T) {
 		t.Fatalf("want 17419, got %v", err)
 	}
 }
+
+// Malformed logical operators inside array filters, upsert queries and
+// positional projections are errors or ignored, never a panic.
+func TestMalformedLogicalOperators(t *testing.T) {
+	bad := mustRaw(bson.D{{Key: "$and", Value: 5}, {Key: "x", Value: 1}})
+	if _, err := ParseUpdate(mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "a.$[x]", Value: 1}}}}), []bson.Raw{bad}); err == nil {
+		t.Fatal("array filter with $and: 5 accepted")
+	}
+	u, err := ParseUpdate(mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "b", Value: 1}}}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Upsert(bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ParseProjection(mustRaw(bson.D{{Key: "a.$", Value: 1}}), bad); err == nil {
+		t.Fatal("positional projection without a query field accepted")
+	}
+}

@@ -66,7 +66,8 @@ func collectEqualities(query bson.Raw, out *[]queryEquality) {
 		k, v := e.Key(), e.Value()
 		switch {
 		case k == "$and" || k == "$or":
-			vals, _ := v.Array().Values()
+			arr, _ := v.ArrayOK()
+			vals, _ := arr.Values()
 			if k == "$or" && len(vals) != 1 {
 				continue
 			}
