@@ -209,6 +209,19 @@ func TestQueryFilters(t *testing.T) {
 		{`[{"_id":1}]`, `{"a":{"$ne":{"$regularExpression":{"pattern":"x","options":""}}}}`, "", 2},
 		{`[{"_id":1}]`, `{"a":{"$type":[]}}`, "", 2},
 	}
+	// countDocuments (aggregate $match) and deleteMany use the same matcher
+	ctx := context.Background()
+	dc := db.Collection("count_delete")
+	seed(t, dc, `[{"_id":1,"items":[{"sku":"x"}]},{"_id":2,"items":[{"sku":"y"}]},{"_id":3,"items":[{"sku":"x","q":2}]}]`)
+	if n, err := dc.CountDocuments(ctx, ej(t, `{"items":{"$elemMatch":{"sku":"x"}}}`)); err != nil || n != 2 {
+		t.Errorf("countDocuments: %d %v", n, err)
+	}
+	if r, err := dc.DeleteMany(ctx, ej(t, `{"items.sku":"x","items.q":{"$exists":false}}`)); err != nil || r.DeletedCount != 1 {
+		t.Errorf("deleteMany: %v %v", r, err)
+	}
+	if _, err := dc.CountDocuments(ctx, ej(t, `{"a":{"$foo":1}}`)); codeOf(err) != 2 {
+		t.Errorf("countDocuments with a bad filter: %v", err)
+	}
 	for i, tc := range cases {
 		coll := db.Collection(fmt.Sprintf("f%d", i))
 		seed(t, coll, tc.docs)
