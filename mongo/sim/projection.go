@@ -46,11 +46,7 @@ func (n *projNode) child(k string) *projNode {
 // Until then field paths ("$a.b") and literals are evaluated.
 var ProjectionExpr = func(doc bson.Raw, expr bson.RawValue) (bson.RawValue, error) {
 	if s, ok := expr.StringValueOK(); ok && strings.HasPrefix(s, "$") {
-		vals := pathValues(doc, s[1:], false)
-		if len(vals) == 1 {
-			return vals[0], nil
-		}
-		return bson.RawValue{}, nil
+		return fieldPathValue(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc}, strings.Split(s[1:], ".")), nil
 	}
 	if d, ok := expr.DocumentOK(); ok {
 		if lit, err := d.LookupErr("$literal"); err == nil {
@@ -59,6 +55,32 @@ var ProjectionExpr = func(doc bson.Raw, expr bson.RawValue) (bson.RawValue, erro
 		return bson.RawValue{}, cerr(2, "projection expression %s is not supported by the simulator", showDoc(d))
 	}
 	return expr, nil
+}
+
+// fieldPathValue is an aggregation field path's value: through arrays it
+// is the array of the values found in their elements.
+func fieldPathValue(v bson.RawValue, parts []string) bson.RawValue {
+	if len(parts) == 0 {
+		return v
+	}
+	switch v.Type {
+	case bson.TypeEmbeddedDocument:
+		child, err := v.Document().LookupErr(parts[0])
+		if err != nil {
+			return bson.RawValue{}
+		}
+		return fieldPathValue(child, parts[1:])
+	case bson.TypeArray:
+		vals, _ := v.Array().Values()
+		out := bson.A{}
+		for _, x := range vals {
+			if r := fieldPathValue(x, parts); r.Type != 0 {
+				out = append(out, r)
+			}
+		}
+		return toRaw(out)
+	}
+	return bson.RawValue{}
 }
 
 // Projection is a parsed find projection.
