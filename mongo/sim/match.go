@@ -300,8 +300,6 @@ func parseOperator(path, op string, ov bson.RawValue) (fieldPred, error) {
 			return nil, err
 		}
 		return anyValue(true, bp), nil
-	case "$comment":
-		return func(valuesFn) bool { return true }, nil
 	case "$where":
 		return nil, cerr(2, "$where cannot be applied to a field")
 	}

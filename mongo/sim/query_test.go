@@ -197,6 +197,7 @@ func TestQueryFilters(t *testing.T) {
 		{`[{"_id":1,"a":5},{"_id":2,"a":1},{"_id":3}]`, `{"$nor":[{"a":5},{"a":1}]}`, "3", 0},
 		// mongod's errors for bad operators
 		{`[{"_id":1}]`, `{"a":{"$foo":1}}`, "", 2},
+		{`[{"_id":1}]`, `{"a":{"$comment":"top level only"}}`, "", 2},
 		{`[{"_id":1}]`, `{"$foo":1}`, "", 2},
 		{`[{"_id":1}]`, `{"$and":[]}`, "", 2},
 		{`[{"_id":1}]`, `{"$or":[1]}`, "", 2},
