@@ -29,20 +29,22 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 		switch e.Key() {
 		case "$match":
 			f, _ := v.DocumentOK()
+			match, err := ParseFilter(f)
+			if err != nil {
+				return nil, asCmdError(err)
+			}
 			var out []bson.Raw
 			for _, d := range docs {
-				ok, err := Match(d, f)
-				if err != nil {
-					return nil, cerr(2, "%s", err.Error())
-				}
-				if ok {
+				if match(d) {
 					out = append(out, d)
 				}
 			}
 			docs = out
 		case "$sort":
 			s, _ := v.DocumentOK()
-			SortDocs(docs, s)
+			if err := SortDocs(docs, s); err != nil {
+				return nil, asCmdError(err)
+			}
 		case "$skip":
 			k, _ := numberOK(v)
 			if int(k) >= len(docs) {
@@ -58,8 +60,8 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 		case "$project":
 			p, _ := v.DocumentOK()
 			for i, d := range docs {
-				if docs[i], err = Project(d, p); err != nil {
-					return nil, cerr(31253, "%s", err.Error())
+				if docs[i], err = Project(d, p, nil); err != nil {
+					return nil, asCmdError(err)
 				}
 			}
 		case "$currentOp":

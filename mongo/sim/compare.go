@@ -2,6 +2,8 @@ package sim
 
 import (
 	"bytes"
+	"math"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -50,12 +52,28 @@ func compareValues(a, b bson.RawValue) int {
 	case 2, 1, 100:
 		return 0
 	case 3:
-		fa, _ := a.AsFloat64OK()
-		fb, _ := b.AsFloat64OK()
-		if ia, ok := a.Int64OK(); ok {
-			if ib, ok := b.Int64OK(); ok {
-				return cmpInt64(ia, ib)
+		fa, fb := numberFloat(a), numberFloat(b)
+		if na, nb := math.IsNaN(fa), math.IsNaN(fb); na || nb {
+			// NaN orders below every other number and equals itself
+			switch {
+			case na && nb:
+				return 0
+			case na:
+				return -1
 			}
+			return 1
+		}
+		switch {
+		case isInteger(a.Type) && isInteger(b.Type):
+			ia, _ := a.AsInt64OK()
+			ib, _ := b.AsInt64OK()
+			return cmpInt64(ia, ib)
+		case isInteger(a.Type) && b.Type == bson.TypeDouble:
+			ia, _ := a.AsInt64OK()
+			return cmpIntDouble(ia, fb)
+		case a.Type == bson.TypeDouble && isInteger(b.Type):
+			ib, _ := b.AsInt64OK()
+			return -cmpIntDouble(ib, fa)
 		}
 		switch {
 		case fa < fb:
@@ -92,13 +110,27 @@ func compareValues(a, b bson.RawValue) int {
 	return bytes.Compare(a.Value, b.Value)
 }
 
+// numberFloat: any BSON number as a float64 (Decimal128 approximately).
+func numberFloat(v bson.RawValue) float64 {
+	if d, ok := v.Decimal128OK(); ok {
+		f, err := strconv.ParseFloat(d.String(), 64)
+		if err != nil {
+			return math.NaN()
+		}
+		return f
+	}
+	f, _ := v.AsFloat64OK()
+	return f
+}
+
+// compareDocs orders documents (and arrays) element by element: the
+// values' type order, then the field names, then the values, as mongod.
 func compareDocs(a, b bson.RawValue) int {
-	da := bson.Raw(a.Value)
-	db := bson.Raw(b.Value)
-	ea, _ := da.Elements()
-	eb, _ := db.Elements()
+	ea, _ := bson.Raw(a.Value).Elements()
+	eb, _ := bson.Raw(b.Value).Elements()
 	for i := 0; i < len(ea) && i < len(eb); i++ {
-		if c := compareValues(ea[i].Value(), eb[i].Value()); c != 0 {
+		va, vb := ea[i].Value(), eb[i].Value()
+		if c := cmpInt(typeOrder(va.Type), typeOrder(vb.Type)); c != 0 {
 			return c
 		}
 		if a.Type == bson.TypeEmbeddedDocument {
@@ -106,9 +138,36 @@ func compareDocs(a, b bson.RawValue) int {
 				return c
 			}
 		}
+		if c := compareValues(va, vb); c != 0 {
+			return c
+		}
 	}
 	return cmpInt(len(ea), len(eb))
 }
+
+// cmpIntDouble compares exactly, where converting the integer to a double
+// would round (beyond 2^53).
+func cmpIntDouble(i int64, d float64) int {
+	switch {
+	case d >= 0x1p63:
+		return -1
+	case d < -0x1p63:
+		return 1
+	}
+	t := math.Trunc(d)
+	if c := cmpInt64(i, int64(t)); c != 0 {
+		return c
+	}
+	switch {
+	case d > t:
+		return -1
+	case d < t:
+		return 1
+	}
+	return 0
+}
+
+func isInteger(t bson.Type) bool { return t == bson.TypeInt32 || t == bson.TypeInt64 }
 
 func cmpInt(a, b int) int {
 	switch {

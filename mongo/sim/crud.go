@@ -2,7 +2,6 @@ package sim
 
 import (
 	"errors"
-	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -145,19 +144,6 @@ func sortByIndex(errs bson.A) bson.A {
 	return errs
 }
 
-// upsertBase is the document an upsert starts from: the query's equality
-// fields.
-func upsertBase(q bson.Raw) bson.Raw {
-	base := bson.D{}
-	fe, _ := q.Elements()
-	for _, f := range fe {
-		if !strings.HasPrefix(f.Key(), "$") && !isOperatorDoc(f.Value()) && !strings.Contains(f.Key(), ".") {
-			base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
-		}
-	}
-	return mustRaw(base)
-}
-
 func idFilter(id bson.RawValue) bson.Raw { return mustRaw(bson.D{{Key: "_id", Value: id}}) }
 
 func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
@@ -210,7 +196,7 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 			}
 			multi, _ := u.Lookup("multi").BooleanOK()
 			upsert, _ := u.Lookup("upsert").BooleanOK()
-			st, err := updateStatement(w.view().Coll(db, coll, false), ns, q, spec, multi, upsert, w.stmt(i))
+			st, err := updateStatement(w.view().Coll(db, coll, false), ns, q, spec, arrayFiltersOf(u), multi, upsert, w.stmt(i))
 			if err != nil {
 				return nil, err
 			}
@@ -271,29 +257,24 @@ type updateResult struct {
 	err               *CmdError     // an update that cannot apply
 }
 
-// updateError keeps the code of an update operator's *CmdError, else 66
-// (the simulator's answer so far for any update error).
-func updateError(err error) *CmdError {
-	var ce *CmdError
-	if errors.As(err, &ce) {
-		return ce
-	}
-	return cerr(66, "%s", err.Error())
-}
-
-func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upsert bool, stmt int32) (updateResult, error) {
+func updateStatement(view *Collection, ns string, q, spec bson.Raw, arrayFilters []bson.Raw, multi, upsert bool, stmt int32) (updateResult, error) {
 	var r updateResult
-	docs, err := filterDocs(view.Docs(), q)
+	parsed, err := ParseUpdate(spec, arrayFilters)
 	if err != nil {
-		return r, err
+		r.err = asCmdError(err)
+		return r, nil
+	}
+	docs, err := view.Find(q)
+	if err != nil {
+		return r, asCmdError(err)
 	}
 	if !multi && len(docs) > 1 {
 		docs = docs[:1]
 	}
 	for _, d := range docs {
-		nd, err := ApplyUpdate(d, spec, false)
+		nd, err := parsed.Apply(d, q, false)
 		if err != nil {
-			r.err = updateError(err)
+			r.err = asCmdError(err)
 			return r, nil
 		}
 		r.matched++
@@ -303,9 +284,9 @@ func updateStatement(view *Collection, ns string, q, spec bson.Raw, multi, upser
 		}
 	}
 	if len(docs) == 0 && upsert {
-		nd, err := ApplyUpdate(upsertBase(q), spec, true)
+		nd, err := parsed.Upsert(q)
 		if err != nil {
-			r.err = updateError(err)
+			r.err = asCmdError(err)
 			return r, nil
 		}
 		nd = idFirst(nd)
@@ -343,9 +324,9 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 			}
 			q, _ := d.Lookup("q").DocumentOK()
 			limit, _ := numberOK(d.Lookup("limit"))
-			docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+			docs, err := w.view().Coll(db, coll, false).Find(q)
 			if err != nil {
-				return nil, err
+				return nil, asCmdError(err)
 			}
 			if limit == 1 && len(docs) > 1 {
 				docs = docs[:1]

@@ -20,8 +20,18 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	returnNew, _ := req.Body.Lookup("new").BooleanOK()
 	upsert, _ := req.Body.Lookup("upsert").BooleanOK()
 	upd, hasUpd := req.Body.Lookup("update").DocumentOK()
+	if req.Body.Lookup("update").Type == bson.TypeArray {
+		return nil, cerr(9, "pipeline-style updates are not supported by the simulator")
+	}
 	if !remove && !hasUpd {
 		return nil, cerr(9, "Either an update or remove=true must be specified")
+	}
+	var parsed *Update
+	if hasUpd && !remove {
+		var err error
+		if parsed, err = ParseUpdate(upd, arrayFiltersOf(req.Body)); err != nil {
+			return nil, asCmdError(err)
+		}
 	}
 	image := "preImage"
 	if returnNew && !remove {
@@ -41,12 +51,14 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 			return nil
 		}
 	again:
-		docs, err := filterDocs(w.view().Coll(db, coll, false).Docs(), q)
+		docs, err := w.view().Coll(db, coll, false).Find(q)
 		if err != nil {
-			return err
+			return asCmdError(err)
 		}
 		if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
-			SortDocs(docs, s)
+			if err := SortDocs(docs, s); err != nil {
+				return asCmdError(err)
+			}
 		}
 		var before, after bson.Raw
 		if len(docs) > 0 {
@@ -59,17 +71,17 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 			op = &opSpec{op: "d", ns: ns, o: idFilter(before.Lookup("_id"))}
 			lastErr = bson.D{{Key: "n", Value: int32(1)}}
 		case !remove && before != nil:
-			nd, err := ApplyUpdate(before, upd, false)
+			nd, err := parsed.Apply(before, q, false)
 			if err != nil {
-				return updateError(err)
+				return asCmdError(err)
 			}
 			after = nd
 			op = &opSpec{op: "u", ns: ns, o: nd, o2: idFilter(before.Lookup("_id"))}
 			lastErr = bson.D{{Key: "n", Value: int32(1)}, {Key: "updatedExisting", Value: true}}
 		case !remove && upsert:
-			nd, err := ApplyUpdate(upsertBase(q), upd, true)
+			nd, err := parsed.Upsert(q)
 			if err != nil {
-				return updateError(err)
+				return asCmdError(err)
 			}
 			nd = idFirst(nd)
 			after = nd
@@ -100,9 +112,9 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if p, ok := req.Body.Lookup("fields").DocumentOK(); ok && doc != nil {
-		pd, err := Project(doc, p)
+		pd, err := Project(doc, p, q)
 		if err != nil {
-			return nil, cerr(31253, "%s", err.Error())
+			return nil, asCmdError(err)
 		}
 		doc = pd
 	}

@@ -68,7 +68,7 @@ func (ix *Index) keysOf(doc bson.Raw) ([]indexKey, error) {
 	var arrays []string
 	present := false
 	for i, f := range ix.fields {
-		vals, multi := pathValues(doc, f)
+		vals, multi := indexedValues(doc, f)
 		if multi {
 			arrays = append(arrays, f)
 		}

@@ -62,7 +62,7 @@ func TestFormatValueAsMongod(t *testing.T) {
 
 func TestPathValuesTraverseArrays(t *testing.T) {
 	doc := mustRaw(bson.D{{Key: "a", Value: bson.A{bson.D{{Key: "b", Value: 1}}, bson.D{{Key: "b", Value: bson.A{2, 3}}}, bson.D{{Key: "c", Value: 1}}}}, {Key: "e", Value: bson.A{}}})
-	vals, multi := pathValues(doc, "a.b")
+	vals, multi := indexedValues(doc, "a.b")
 	var got []string
 	for _, v := range vals {
 		got = append(got, formatValue(v))
@@ -70,7 +70,7 @@ func TestPathValuesTraverseArrays(t *testing.T) {
 	if !multi || fmt.Sprint(got) != "[1 2 3 null]" {
 		t.Fatalf("a.b: %v %v", got, multi)
 	}
-	if vals, _ := pathValues(doc, "e"); len(vals) != 1 || vals[0].Type != bson.TypeUndefined {
+	if vals, _ := indexedValues(doc, "e"); len(vals) != 1 || vals[0].Type != bson.TypeUndefined {
 		t.Fatalf("empty array: %v", vals)
 	}
 }

@@ -79,10 +79,10 @@ func canonicalFloat(f float64) string {
 	return strconv.FormatFloat(f, 'g', -1, 64)
 }
 
-// pathValues returns the values an index stores for a dotted path: every
+// indexedValues returns the values an index stores for a dotted path: every
 // element of an array met on the way (an empty array as undefined), a
 // missing field as the zero RawValue. multikey reports an array was met.
-func pathValues(doc bson.Raw, path string) (vals []bson.RawValue, multikey bool) {
+func indexedValues(doc bson.Raw, path string) (vals []bson.RawValue, multikey bool) {
 	collectPath(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc}, strings.Split(path, "."), &vals, &multikey)
 	return vals, multikey
 }

@@ -1,211 +1,400 @@
 package sim
 
 import (
-	"regexp"
+	"errors"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// lookupPath returns the value at a dotted path (missing → zero RawValue).
-func lookupPath(doc bson.Raw, path string) bson.RawValue {
-	v, err := doc.LookupErr(strings.Split(path, ".")...)
-	if err != nil {
-		return bson.RawValue{}
+// asCmdError gives an error of the query language mongod's reply shape;
+// errors that carry no code are BadValue.
+func asCmdError(err error) *CmdError {
+	var ce *CmdError
+	if errors.As(err, &ce) {
+		return ce
 	}
-	return v
+	return cerr(2, "%s", err.Error())
 }
 
-// QueryError is a filter the simulator cannot evaluate.
-type QueryError struct{ Msg string }
+// Filter is a parsed query filter.
+type Filter func(doc bson.Raw) bool
 
-func (e *QueryError) Error() string { return e.Msg }
+// valuesFn yields the values a predicate looks at; expand says whether an
+// array at the end of the path also yields its elements.
+type valuesFn func(expand bool) []bson.RawValue
 
-// Match reports whether doc satisfies filter (equality, comparison,
-// $in/$nin, $exists, $and/$or/$nor, $not, $regex on strings).
+// fieldPred is a compiled condition on one path.
+type fieldPred func(get valuesFn) bool
+
+// Match reports whether doc satisfies filter, with mongod's semantics.
 func Match(doc, filter bson.Raw) (bool, error) {
-	elems, err := filter.Elements()
+	f, err := ParseFilter(filter)
 	if err != nil {
 		return false, err
 	}
-	for _, e := range elems {
-		k, v := e.Key(), e.Value()
-		switch k {
-		case "$and", "$or", "$nor":
-			arr, ok := v.ArrayOK()
-			if !ok {
-				return false, &QueryError{k + " must be an array"}
-			}
-			vals, _ := arr.Values()
-			any, all := false, true
-			for _, x := range vals {
-				sub, ok := x.DocumentOK()
-				if !ok {
-					return false, &QueryError{k + " entries need to be full objects"}
-				}
-				m, err := Match(doc, sub)
-				if err != nil {
-					return false, err
-				}
-				any = any || m
-				all = all && m
-			}
-			if k == "$and" && !all || k == "$or" && !any || k == "$nor" && any {
-				return false, nil
-			}
-			continue
-		case "$comment":
-			continue
-		}
-		if strings.HasPrefix(k, "$") {
-			return false, &QueryError{"unknown top level operator: " + k}
-		}
-		m, err := matchField(doc, k, v)
-		if err != nil || !m {
-			return false, err
-		}
-	}
-	return true, nil
+	return f(doc), nil
 }
 
+// ParseFilter compiles a query filter, failing with mongod's error codes on
+// a filter mongod would refuse.
+func ParseFilter(filter bson.Raw) (Filter, error) {
+	elems, err := filter.Elements()
+	if err != nil {
+		return nil, cerr(2, "%v", err)
+	}
+	var parts []Filter
+	for _, e := range elems {
+		k, v := e.Key(), e.Value()
+		var f Filter
+		switch {
+		case k == "$and" || k == "$or" || k == "$nor":
+			if f, err = parseLogical(k, v); err != nil {
+				return nil, err
+			}
+		case k == "$comment":
+			continue
+		case k == "$jsonSchema":
+			schema, ok := v.DocumentOK()
+			if !ok {
+				return nil, cerr(14, "$jsonSchema must be an object")
+			}
+			p, err := parseJSONSchema(schema)
+			if err != nil {
+				return nil, err
+			}
+			f = func(doc bson.Raw) bool { return p(bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: doc}) }
+		case k == "$text":
+			return nil, cerr(27, "text index required for $text query")
+		case k == "$where":
+			return nil, cerr(2, "$where is not allowed in this context: the simulator runs no JavaScript")
+		case strings.HasPrefix(k, "$"):
+			return nil, cerr(2, "unknown top level operator: %s. If you have a field name that starts with a '$' symbol, consider using $getField or $setField.", k)
+		default:
+			p, err := parseFieldCond(k, v)
+			if err != nil {
+				return nil, err
+			}
+			path := k
+			f = func(doc bson.Raw) bool {
+				return p(func(expand bool) []bson.RawValue { return pathValues(doc, path, expand) })
+			}
+		}
+		parts = append(parts, f)
+	}
+	return func(doc bson.Raw) bool {
+		for _, f := range parts {
+			if !f(doc) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+func parseLogical(op string, v bson.RawValue) (Filter, error) {
+	arr, ok := v.ArrayOK()
+	vals, _ := arr.Values()
+	if !ok || len(vals) == 0 {
+		return nil, cerr(2, "$and/$or/$nor must be a nonempty array")
+	}
+	var subs []Filter
+	for _, x := range vals {
+		sub, ok := x.DocumentOK()
+		if !ok {
+			return nil, cerr(2, "$or/$and/$nor entries need to be full objects")
+		}
+		f, err := ParseFilter(sub)
+		if err != nil {
+			return nil, err
+		}
+		subs = append(subs, f)
+	}
+	return func(doc bson.Raw) bool {
+		for _, f := range subs {
+			m := f(doc)
+			switch {
+			case op == "$and" && !m:
+				return false
+			case op == "$or" && m:
+				return true
+			case op == "$nor" && m:
+				return false
+			}
+		}
+		return op != "$or"
+	}, nil
+}
+
+// isOperatorDoc: a document whose first field is an operator ($gt, ...);
+// a DBRef ($ref, $id, $db) is a value.
 func isOperatorDoc(v bson.RawValue) bool {
 	d, ok := v.DocumentOK()
 	if !ok {
 		return false
 	}
-	e, err := d.IndexErr(0)
-	return err == nil && strings.HasPrefix(e.Key(), "$")
+	k := firstKey(d)
+	return strings.HasPrefix(k, "$") && k != "$ref" && k != "$id" && k != "$db"
 }
 
-// candidates: the field value, plus array elements (MongoDB array semantics).
-func candidates(v bson.RawValue) []bson.RawValue {
-	out := []bson.RawValue{v}
-	if arr, ok := v.ArrayOK(); ok {
-		vals, _ := arr.Values()
-		out = append(out, vals...)
-	}
-	return out
-}
-
-func matchField(doc bson.Raw, path string, cond bson.RawValue) (bool, error) {
-	val := lookupPath(doc, path)
+// parseFieldCond compiles {path: cond}: an operator document, a regex or
+// a value to compare for equality.
+func parseFieldCond(path string, cond bson.RawValue) (fieldPred, error) {
 	if !isOperatorDoc(cond) {
-		return equalsAny(val, cond), nil
+		eq, err := equalityPred(cond, true)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(true, eq), nil
 	}
 	ops, _ := cond.Document().Elements()
+	var preds []fieldPred
+	var regex, options *bson.RawValue
 	for _, op := range ops {
 		ov := op.Value()
-		var ok bool
 		switch op.Key() {
-		case "$eq":
-			ok = equalsAny(val, ov)
-		case "$ne":
-			ok = !equalsAny(val, ov)
-		case "$gt", "$gte", "$lt", "$lte":
-			ok = false
-			if val.Type == 0 {
-				break
-			}
-			for _, c := range candidates(val) {
-				if typeOrder(c.Type) != typeOrder(ov.Type) {
-					continue
-				}
-				r := compareValues(c, ov)
-				switch op.Key() {
-				case "$gt":
-					ok = ok || r > 0
-				case "$gte":
-					ok = ok || r >= 0
-				case "$lt":
-					ok = ok || r < 0
-				case "$lte":
-					ok = ok || r <= 0
-				}
-			}
-		case "$in", "$nin":
-			arr, isArr := ov.ArrayOK()
-			if !isArr {
-				return false, &QueryError{op.Key() + " needs an array"}
-			}
-			vals, _ := arr.Values()
-			found := false
-			for _, x := range vals {
-				if equalsAny(val, x) {
-					found = true
-				}
-			}
-			ok = found == (op.Key() == "$in")
-		case "$exists":
-			want := true
-			if b, isB := ov.BooleanOK(); isB {
-				want = b
-			} else if f, isN := ov.AsFloat64OK(); isN {
-				want = f != 0
-			}
-			ok = (val.Type != 0) == want
-		case "$not":
-			sub, isDoc := ov.DocumentOK()
-			if !isDoc {
-				return false, &QueryError{"$not needs a document"}
-			}
-			m, err := matchField(doc, path, bson.RawValue{Type: bson.TypeEmbeddedDocument, Value: sub})
-			if err != nil {
-				return false, err
-			}
-			ok = !m
 		case "$regex":
-			pat, _ := ov.StringValueOK()
-			if p, _, isRe := ov.RegexOK(); isRe {
-				pat = p
-			}
-			re, err := regexp.Compile(pat)
-			if err != nil {
-				return false, &QueryError{"invalid regex"}
-			}
-			s, isS := val.StringValueOK()
-			ok = isS && re.MatchString(s)
+			regex = &ov
+			continue
 		case "$options":
-			ok = true
-		case "$size":
-			arr, isArr := val.ArrayOK()
-			n, _ := ov.AsInt64OK()
-			if isArr {
-				vals, _ := arr.Values()
-				ok = int64(len(vals)) == n
-			}
-		default:
-			return false, &QueryError{"unknown operator: " + op.Key()}
+			options = &ov
+			continue
 		}
-		if !ok {
-			return false, nil
+		p, err := parseOperator(path, op.Key(), ov)
+		if err != nil {
+			return nil, err
 		}
+		preds = append(preds, p)
 	}
-	return true, nil
+	if regex != nil || options != nil {
+		re, err := parseRegexOp(regex, options)
+		if ce, ok := err.(*CmdError); ok && ce.Code == 51075 && firstKey(cond.Document()) == "$options" {
+			ce.Code = 51074 // mongod tells which came first
+		}
+		if err != nil {
+			return nil, err
+		}
+		preds = append(preds, anyValue(true, re))
+	}
+	return func(get valuesFn) bool {
+		for _, p := range preds {
+			if !p(get) {
+				return false
+			}
+		}
+		return true
+	}, nil
 }
 
-func equalsAny(val, want bson.RawValue) bool {
-	if want.Type == bson.TypeNull && val.Type == 0 {
-		return true
-	}
-	if val.Type == 0 {
-		return false
-	}
-	if p, _, ok := want.RegexOK(); ok {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			return false
-		}
-		for _, c := range candidates(val) {
-			if s, ok := c.StringValueOK(); ok && re.MatchString(s) {
+// anyValue: the predicate holds for one of the values on the path.
+func anyValue(expand bool, pred func(bson.RawValue) bool) fieldPred {
+	return func(get valuesFn) bool {
+		for _, v := range get(expand) {
+			if pred(v) {
 				return true
 			}
 		}
 		return false
 	}
-	for _, c := range candidates(val) {
-		if typeOrder(c.Type) == typeOrder(want.Type) && compareValues(c, want) == 0 {
-			return true
+}
+
+func not(p fieldPred) fieldPred { return func(get valuesFn) bool { return !p(get) } }
+
+func parseOperator(path, op string, ov bson.RawValue) (fieldPred, error) {
+	switch op {
+	case "$eq", "$ne":
+		if op == "$ne" && ov.Type == bson.TypeRegex {
+			return nil, cerr(2, "Can't have regex as arg to $ne.")
 		}
+		eq, err := equalityPred(ov, false)
+		if err != nil {
+			return nil, err
+		}
+		if op == "$ne" {
+			return not(anyValue(true, eq)), nil
+		}
+		return anyValue(true, eq), nil
+	case "$gt", "$gte", "$lt", "$lte":
+		if ov.Type == bson.TypeRegex {
+			return nil, cerr(2, "Can't have RegEx as arg to predicate over field '%s'.", path)
+		}
+		return anyValue(true, comparePred(op, ov)), nil
+	case "$in", "$nin":
+		in, err := inPred(op, ov)
+		if err != nil {
+			return nil, err
+		}
+		if op == "$nin" {
+			return not(anyValue(true, in)), nil
+		}
+		return anyValue(true, in), nil
+	case "$exists":
+		want := truthy(ov)
+		return func(get valuesFn) bool {
+			for _, v := range get(false) {
+				if v.Type != 0 {
+					return want
+				}
+			}
+			return !want
+		}, nil
+	case "$type":
+		tp, err := typePred(ov)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(true, tp), nil
+	case "$size":
+		n, err := sizeArg(ov)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(false, func(v bson.RawValue) bool {
+			arr, ok := v.ArrayOK()
+			if !ok {
+				return false
+			}
+			vals, _ := arr.Values()
+			return int64(len(vals)) == n
+		}), nil
+	case "$mod":
+		mp, err := modPred(ov)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(true, mp), nil
+	case "$all":
+		return allPred(path, ov)
+	case "$elemMatch":
+		ep, err := elemMatchPred(ov)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(false, ep), nil
+	case "$not":
+		switch ov.Type {
+		case bson.TypeRegex:
+			re, err := parseRegexOp(&ov, nil)
+			if err != nil {
+				return nil, err
+			}
+			return not(anyValue(true, re)), nil
+		case bson.TypeEmbeddedDocument:
+			d := ov.Document()
+			if len(d) <= 5 {
+				return nil, cerr(2, "$not cannot be empty")
+			}
+			if !isOperatorDoc(ov) {
+				return nil, cerr(2, "unknown operator: %s", firstKey(d))
+			}
+			p, err := parseFieldCond(path, ov)
+			if err != nil {
+				return nil, err
+			}
+			return not(p), nil
+		}
+		return nil, cerr(2, "$not needs a regex or a document")
+	case "$bitsAllSet", "$bitsAnySet", "$bitsAllClear", "$bitsAnyClear":
+		bp, err := bitsPred(op, ov)
+		if err != nil {
+			return nil, err
+		}
+		return anyValue(true, bp), nil
+	case "$where":
+		return nil, cerr(2, "$where cannot be applied to a field")
 	}
-	return false
+	return nil, cerr(2, "unknown operator: %s", op)
+}
+
+func firstKey(d bson.Raw) string {
+	e, err := d.IndexErr(0)
+	if err != nil {
+		return ""
+	}
+	return e.Key()
+}
+
+// truthy: mongod's reading of a boolean-ish argument ($exists, $currentDate).
+func truthy(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeBoolean:
+		return v.Boolean()
+	case bson.TypeNull, bson.TypeUndefined, 0:
+		return false
+	}
+	if f, ok := v.AsFloat64OK(); ok {
+		return f != 0
+	}
+	return true
+}
+
+// equalityPred: value equality as mongod's $eq does (null also matches a
+// missing field); a regex in a plain {field: /re/} matches strings.
+func equalityPred(want bson.RawValue, regexMatches bool) (func(bson.RawValue) bool, error) {
+	if want.Type == bson.TypeRegex && regexMatches {
+		return parseRegexOp(&want, nil)
+	}
+	if want.Type == bson.TypeNull {
+		return func(v bson.RawValue) bool {
+			return v.Type == 0 || v.Type == bson.TypeNull || v.Type == bson.TypeUndefined
+		}, nil
+	}
+	return func(v bson.RawValue) bool {
+		return v.Type != 0 && typeOrder(v.Type) == typeOrder(want.Type) && compareValues(v, want) == 0
+	}, nil
+}
+
+func comparePred(op string, want bson.RawValue) func(bson.RawValue) bool {
+	return func(v bson.RawValue) bool {
+		if v.Type == 0 {
+			// a missing field compares as null only to $gte/$lte null
+			return want.Type == bson.TypeNull && (op == "$gte" || op == "$lte")
+		}
+		switch want.Type {
+		case bson.TypeMinKey:
+			return op == "$gt" && v.Type != bson.TypeMinKey || op == "$gte"
+		case bson.TypeMaxKey:
+			return op == "$lt" && v.Type != bson.TypeMaxKey || op == "$lte"
+		}
+		if typeOrder(v.Type) != typeOrder(want.Type) {
+			return false
+		}
+		r := compareValues(v, want)
+		switch op {
+		case "$gt":
+			return r > 0
+		case "$gte":
+			return r >= 0
+		case "$lt":
+			return r < 0
+		}
+		return r <= 0
+	}
+}
+
+func inPred(op string, ov bson.RawValue) (func(bson.RawValue) bool, error) {
+	arr, ok := ov.ArrayOK()
+	if !ok {
+		return nil, cerr(2, "%s needs an array", op)
+	}
+	vals, _ := arr.Values()
+	var preds []func(bson.RawValue) bool
+	for _, x := range vals {
+		if isOperatorDoc(x) {
+			return nil, cerr(2, "cannot nest $ under %s", op)
+		}
+		p, err := equalityPred(x, true)
+		if err != nil {
+			return nil, err
+		}
+		preds = append(preds, p)
+	}
+	return func(v bson.RawValue) bool {
+		for _, p := range preds {
+			if p(v) {
+				return true
+			}
+		}
+		return false
+	}, nil
 }

@@ -440,6 +440,7 @@ var codeNames = map[int32]string{
 	13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 51003: "Location51003", 31368: "Location31368",
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
+	28: "PathNotViable", 52: "DollarPrefixedFieldName", 54: "NotSingleValueField", 56: "EmptyFieldName",
 	27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
 	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024", 96: "OperationFailed",

@@ -57,32 +57,31 @@ func (c *Collection) viaIndex(filter bson.Raw) (docs []bson.Raw, ok bool) {
 // Find returns the documents matching filter (all for nil) in natural
 // order, through an index when one applies; it copies only the matches.
 func (c *Collection) Find(filter bson.Raw) ([]bson.Raw, error) {
-	var out []bson.Raw
-	var failure error
-	keep := func(doc bson.Raw) bool {
-		if filter != nil {
-			ok, err := Match(doc, filter)
-			if err != nil {
-				failure = err
-				return false
-			}
-			if !ok {
-				return true
-			}
+	match := func(bson.Raw) bool { return true }
+	if filter != nil {
+		// parsed before any document is read, so a bad filter fails on an
+		// empty collection too, as in mongod
+		f, err := ParseFilter(filter)
+		if err != nil {
+			return nil, err
 		}
-		out = append(out, doc)
+		match = f
+	}
+	var out []bson.Raw
+	keep := func(doc bson.Raw) bool {
+		if match(doc) {
+			out = append(out, doc)
+		}
 		return true
 	}
 	if cands, ok := c.viaIndex(filter); ok {
 		for _, doc := range cands {
-			if !keep(doc) {
-				break
-			}
+			keep(doc)
 		}
 	} else {
 		c.Each(keep)
 	}
-	return out, failure
+	return out, nil
 }
 
 // byPos returns the documents of the given _id keys once each, in

@@ -72,7 +72,7 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 		found, err := view.Coll(db, coll, false).Find(filter)
 		if err != nil {
 			n.mu.Unlock()
-			return nil, ts, cerr(2, "%s", err.Error())
+			return nil, ts, asCmdError(err)
 		}
 		docs, at, filter = found, ts, nil // Find used the indexes and matched
 	}
@@ -94,13 +94,13 @@ func filterDocs(docs []bson.Raw, filter bson.Raw) ([]bson.Raw, error) {
 	if filter == nil {
 		return docs, nil
 	}
+	match, err := ParseFilter(filter)
+	if err != nil {
+		return nil, asCmdError(err)
+	}
 	out := docs[:0:0]
 	for _, d := range docs {
-		ok, err := Match(d, filter)
-		if err != nil {
-			return nil, cerr(2, "%s", err.Error())
-		}
-		if ok {
+		if match(d) {
 			out = append(out, d)
 		}
 	}
@@ -125,7 +125,9 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 		return nil, err
 	}
 	if s, ok := req.Body.Lookup("sort").DocumentOK(); ok {
-		SortDocs(docs, s)
+		if err := SortDocs(docs, s); err != nil {
+			return nil, asCmdError(err)
+		}
 	}
 	if skip := intField(req, "skip"); skip > 0 {
 		if int(skip) >= len(docs) {
@@ -142,12 +144,14 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 		docs = docs[:limit]
 	}
 	if p, ok := req.Body.Lookup("projection").DocumentOK(); ok {
+		proj, err := ParseProjection(p, filter)
+		if err != nil {
+			return nil, asCmdError(err)
+		}
 		for i, d := range docs {
-			pd, err := Project(d, p)
-			if err != nil {
-				return nil, cerr(31253, "%s", err.Error())
+			if docs[i], err = proj.Apply(d); err != nil {
+				return nil, asCmdError(err)
 			}
-			docs[i] = pd
 		}
 	}
 	batch := int(intField(req, "batchSize"))
@@ -255,12 +259,8 @@ func (c *conn) cmdDistinct(req *Request) (bson.D, error) {
 	}
 	var vals []bson.RawValue
 	for _, d := range docs {
-		v := lookupPath(d, key)
-		if v.Type == 0 {
-			continue
-		}
-		for _, x := range candidates(v) {
-			if x.Type == bson.TypeArray {
+		for _, x := range pathValues(d, key, true) {
+			if x.Type == 0 || x.Type == bson.TypeArray {
 				continue
 			}
 			dup := false

@@ -101,15 +101,21 @@ func TestMatchSortProject(t *testing.T) {
 		}
 	}
 	sorted := append([]bson.Raw(nil), docs...)
-	SortDocs(sorted, mustRaw(bson.D{{Key: "n", Value: -1}}))
+	if err := SortDocs(sorted, mustRaw(bson.D{{Key: "n", Value: -1}})); err != nil {
+		t.Fatal(err)
+	}
 	if id, _ := sorted[0].Lookup("_id").AsInt64OK(); id != 2 {
 		t.Fatalf("sort: %v", sorted[0])
 	}
-	p, err := Project(docs[0], mustRaw(bson.D{{Key: "s", Value: 1}, {Key: "_id", Value: 0}}))
+	p, err := Project(docs[0], mustRaw(bson.D{{Key: "s", Value: 1}, {Key: "_id", Value: 0}}), nil)
 	if err != nil || p.String() != `{"s": "b"}` {
 		t.Fatalf("project: %v %v", p, err)
 	}
-	u, err := ApplyUpdate(docs[0], mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "a.b", Value: 1}}}, {Key: "$inc", Value: bson.D{{Key: "n", Value: 2}}}, {Key: "$unset", Value: bson.D{{Key: "s", Value: ""}}}}), false)
+	parsed, err := ParseUpdate(mustRaw(bson.D{{Key: "$set", Value: bson.D{{Key: "a.b", Value: 1}}}, {Key: "$inc", Value: bson.D{{Key: "n", Value: 2}}}, {Key: "$unset", Value: bson.D{{Key: "s", Value: ""}}}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, err := parsed.Apply(docs[0], nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func expiredDeletes(cl *Collection, ix *Index, ns string, now time.Time) []opSpe
 				return true
 			}
 		}
-		vals, _ := pathValues(doc, ix.fields[0])
+		vals, _ := indexedValues(doc, ix.fields[0])
 		earliest, found := int64(0), false
 		for _, v := range vals {
 			if ms, ok := v.DateTimeOK(); ok && (!found || ms < earliest) {

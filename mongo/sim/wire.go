@@ -280,5 +280,10 @@ func typeName(t bson.Type) string {
 	case bson.TypeBinary:
 		return "binData"
 	}
+	for name, bt := range bsonTypeAliases {
+		if bt == t {
+			return name
+		}
+	}
 	return fmt.Sprintf("type %d", t)
 }
