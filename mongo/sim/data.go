@@ -20,10 +20,16 @@ type Data struct {
 	// txns counts the oplog entries of each retryable write, so a retry
 	// (same lsid and txnNumber, e.g. after a failover) is not applied twice.
 	txns map[string]int
+	// authzGen changes with every write to admin.system.users/roles
+	// (a fresh value from the global authzGen), so cached privileges are
+	// re-resolved after it.
+	authzGen uint64
 }
 
 // NewData returns an empty store.
-func NewData() *Data { return &Data{dbs: map[string]map[string]*Collection{}, txns: map[string]int{}} }
+func NewData() *Data {
+	return &Data{dbs: map[string]map[string]*Collection{}, txns: map[string]int{}, authzGen: authzGen.Add(1)}
+}
 
 // TxnDone returns how many entries a retryable write produced, if applied.
 func (d *Data) TxnDone(key string) (int, bool) {
@@ -104,6 +110,9 @@ func (d *Data) Apply(e OplogEntry) {
 		d.txns[e.TxnKey]++
 	}
 	db, coll := splitNS(e.NS)
+	if db == "admin" && (coll == "system.users" || coll == "system.roles" || coll == "$cmd") {
+		d.authzGen = authzGen.Add(1)
+	}
 	switch e.Op {
 	case "i":
 		d.Coll(db, coll, true).put(e.O)
