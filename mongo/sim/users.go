@@ -521,8 +521,8 @@ func (c *conn) cmdUsersInfo(req *Request) (bson.D, error) {
 	return bson.D{{Key: "users", Value: users}}, nil
 }
 
-// cmdConnectionStatus reports the authenticated user, its roles (all
-// held, as mongod lists them) and, with showPrivileges, its privileges.
+// cmdConnectionStatus reports the authenticated user, the roles granted
+// to it and, with showPrivileges, every privilege they resolve to.
 func (c *conn) cmdConnectionStatus(req *Request) (bson.D, error) {
 	users := bson.A{}
 	for _, u := range c.users {
@@ -531,7 +531,7 @@ func (c *conn) cmdConnectionStatus(req *Request) (bson.D, error) {
 	var roles []RoleRef
 	var privs []Privilege
 	for _, u := range c.authz() {
-		roles = append(roles, u.inherited...)
+		roles = append(roles, u.roles...)
 		privs = append(privs, u.privs...)
 	}
 	info := bson.D{{Key: "authenticatedUsers", Value: users}, {Key: "authenticatedUserRoles", Value: rolesDoc(roles)}}

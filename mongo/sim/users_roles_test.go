@@ -101,6 +101,9 @@ func TestUserCommandsAsMongod(t *testing.T) {
 	if ps, _ := r.Lookup("authInfo", "authenticatedUserPrivileges").Array().Values(); len(ps) < 5 {
 		t.Fatalf("connectionStatus privileges: %v", r)
 	}
+	if roles := r.Lookup("authInfo", "authenticatedUserRoles").String(); roles != `[{"role": "root","db": "admin"}]` {
+		t.Fatalf("connectionStatus roles: %s", roles)
+	}
 }
 
 func TestRoleCommandsAsMongod(t *testing.T) {
