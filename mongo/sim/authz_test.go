@@ -202,12 +202,15 @@ func TestPrivilegeResources(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := runOn(ac, "shop", bson.D{{Key: "insert", Value: "secret"}, {Key: "documents", Value: bson.A{bson.D{}}}}); err != nil {
-		t.Fatal(err)
+	for _, coll := range []string{"secret", "hidden"} {
+		if _, err := runOn(ac, "shop", bson.D{{Key: "insert", Value: coll}, {Key: "documents", Value: bson.A{bson.D{}}}}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	mustRun(t, ac, bson.D{{Key: "createRole", Value: "ops"}, {Key: "roles", Value: bson.A{}}, {Key: "privileges", Value: bson.A{
 		bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "shop"}, {Key: "collection", Value: "c"}}}, {Key: "actions", Value: bson.A{"anyAction"}}},
 		bson.D{{Key: "resource", Value: bson.D{{Key: "cluster", Value: true}}}, {Key: "actions", Value: bson.A{"serverStatus"}}},
+		bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "shop"}, {Key: "collection", Value: "secret"}}}, {Key: "actions", Value: bson.A{"update"}}},
 	}}})
 	mustRun(t, ac, bson.D{{Key: "createUser", Value: "op"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"ops", bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "hr"}}}}})
 	oc := m.client(t, "op:pw@", "authSource=admin")
@@ -219,6 +222,8 @@ func TestPrivilegeResources(t *testing.T) {
 		{"shop", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}}}}, true},
 		{"shop", bson.D{{Key: "find", Value: "c"}}, true},
 		{"shop", bson.D{{Key: "find", Value: "secret"}}, false},
+		{"shop", bson.D{{Key: "update", Value: "secret"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}}}}}, true},
+		{"shop", bson.D{{Key: "update", Value: "secret"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}, {Key: "upsert", Value: true}}}}}, false},
 		{"shop", bson.D{{Key: "dbStats", Value: 1}}, false},
 		{"admin", bson.D{{Key: "serverStatus", Value: 1}}, true},
 		{"admin", bson.D{{Key: "replSetGetStatus", Value: 1}}, false},
@@ -228,6 +233,9 @@ func TestPrivilegeResources(t *testing.T) {
 		{"local", bson.D{{Key: "find", Value: "oplog.rs"}}, false},
 		{"shop", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "secret"}, {Key: "localField", Value: "a"}, {Key: "foreignField", Value: "b"}, {Key: "as", Value: "x"}}}}}}, {Key: "cursor", Value: bson.D{}}}, false},
 		{"shop", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$match", Value: bson.D{}}}}}, {Key: "cursor", Value: bson.D{}}}, true},
+		{"hr", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$out", Value: "copy"}}}}, {Key: "cursor", Value: bson.D{}}}, false},
+		{"shop", bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: bson.A{bson.D{{Key: "$merge", Value: bson.D{{Key: "into", Value: "c"}}}}}}, {Key: "cursor", Value: bson.D{}}}, true},
+		{"shop", bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$set", Value: bson.D{{Key: "a", Value: 1}}}}}, {Key: "upsert", Value: true}}}}}, true},
 		{"hr", bson.D{{Key: "listCollections", Value: 1}}, true},
 		{"shop", bson.D{{Key: "listCollections", Value: 1}}, false},
 	}
@@ -256,7 +264,11 @@ func TestPrivilegeResources(t *testing.T) {
 		t.Fatal(err)
 	}
 	vals, _ = r.Lookup("cursor", "firstBatch").Array().Values()
-	if len(vals) != 1 || vals[0].Document().Lookup("name").StringValue() != "c" {
-		t.Fatalf("authorizedCollections: %v", r)
+	names = nil
+	for _, v := range vals {
+		names = append(names, v.Document().Lookup("name").StringValue())
+	}
+	if fmt.Sprint(names) != "[c secret]" {
+		t.Fatalf("authorizedCollections: %v", names)
 	}
 }

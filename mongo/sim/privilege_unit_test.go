@@ -1,6 +1,11 @@
 package sim
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
 
 func TestResourceCovers(t *testing.T) {
 	db := func(d string) Resource { return Resource{DB: d} }
@@ -56,5 +61,49 @@ func TestBuiltinRolesByVersion(t *testing.T) {
 	}
 	if has("7.0") || !has("8.0") {
 		t.Error("root's issueDirectShardOperations by version")
+	}
+}
+
+// renameCollection's rule (the command itself belongs to another slice).
+func TestRenameCollectionAuthz(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.DBPath = t.TempDir()
+	cfg.Auth = true
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = n.store.Close() }()
+	do := func(c *conn, db string, d bson.D) bson.Raw {
+		reply, _ := c.handle(&Request{Body: mustRaw(append(d, bson.E{Key: "$db", Value: db}))})
+		return mustRaw(reply)
+	}
+	local := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	do(local, "admin", bson.D{{Key: "createUser", Value: "root"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"root"}}})
+	root := &conn{n: n, nc: nopConn{}, id: 2, users: []authedUser{{user: "root", db: "admin"}}}
+	for _, u := range []struct {
+		name  string
+		roles bson.A
+	}{{"rw", bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "app"}}}},
+		{"r", bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "app"}}}},
+		{"rwBoth", bson.A{bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "app"}}, bson.D{{Key: "role", Value: "readWrite"}, {Key: "db", Value: "other"}}}}} {
+		do(root, "admin", bson.D{{Key: "createUser", Value: u.name}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: u.roles}})
+	}
+	rename := func(user, from, to string) bool {
+		c := &conn{n: n, nc: nopConn{}, id: 3, users: []authedUser{{user: user, db: "admin"}}}
+		req := &Request{Body: mustRaw(bson.D{{Key: "renameCollection", Value: from}, {Key: "to", Value: to}, {Key: "$db", Value: "admin"}})}
+		return authzRenameCollection(c, req) == nil
+	}
+	if !rename("rw", "app.a", "app.b") {
+		t.Error("readWrite cannot rename within its database")
+	}
+	if rename("r", "app.a", "app.b") {
+		t.Error("read renames")
+	}
+	if rename("rw", "app.a", "other.b") {
+		t.Error("readWrite on app renames into other")
+	}
+	if !rename("rwBoth", "app.a", "other.b") {
+		t.Error("readWrite on both cannot rename across")
 	}
 }
