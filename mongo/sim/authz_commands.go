@@ -55,11 +55,12 @@ func (c *conn) checkAuthz(name string, cmd command, req *Request) *CmdError {
 	if cmd.action == "" || c.can(commandTarget(cmd.action, name, req), cmd.action) {
 		return nil
 	}
-	return unauthorized(req, name)
+	return unauthorized(req)
 }
 
-func unauthorized(req *Request, name string) *CmdError {
-	return cerr(13, "not authorized on %s to execute command { %s: %s }", req.DB(), name, shortVal(req.Body.Lookup(name)))
+// unauthorized is mongod's generic refusal, naming the whole command.
+func unauthorized(req *Request) *CmdError {
+	return cerr(13, "not authorized on %s to execute command %s", req.DB(), bsonText(req.Body))
 }
 
 // commandTarget is the resource an action is checked on: the cluster,
@@ -95,7 +96,7 @@ func authzUpdate(c *conn, req *Request) *CmdError {
 	if c.can(nsOf(req, "update"), acts...) {
 		return nil
 	}
-	return unauthorized(req, "update")
+	return unauthorized(req)
 }
 
 func authzFindAndModify(c *conn, req *Request) *CmdError {
@@ -112,14 +113,14 @@ func authzFindAndModify(c *conn, req *Request) *CmdError {
 	if c.can(nsOf(req, name), acts...) {
 		return nil
 	}
-	return unauthorized(req, name)
+	return unauthorized(req)
 }
 
 func authzGetMore(c *conn, req *Request) *CmdError {
 	if c.can(nsOf(req, "collection"), "find") {
 		return nil
 	}
-	return unauthorized(req, "getMore")
+	return unauthorized(req)
 }
 
 // authzAggregate: find on the namespace (or the stage's own action for
@@ -219,7 +220,7 @@ func authzAggregate(c *conn, req *Request) *CmdError {
 	}
 	for _, n := range needs {
 		if !c.can(n.res, n.acts...) {
-			return unauthorized(req, "aggregate")
+			return unauthorized(req)
 		}
 	}
 	return nil
@@ -267,7 +268,7 @@ func authzListCollections(c *conn, req *Request) *CmdError {
 	if ac && no && anyOnDB(c.privileges(), db) {
 		return nil
 	}
-	return unauthorized(req, "listCollections")
+	return unauthorized(req)
 }
 
 // collectionVisible is listCollections' filter for this connection.
@@ -313,5 +314,5 @@ func authzRenameCollection(c *conn, req *Request) *CmdError {
 	if c.can(from, "find", "dropCollection") && c.can(to, toActs...) {
 		return nil
 	}
-	return unauthorized(req, "renameCollection")
+	return unauthorized(req)
 }

@@ -245,6 +245,11 @@ func TestPrivilegeResources(t *testing.T) {
 			t.Errorf("%s %v: allowed=%v, want %v (%v)", cs.db, cs.cmd[0], got, cs.allow, err)
 		}
 	}
+	// mongod's message names the whole command as BSONObj::toString prints it.
+	_, err := runOn(oc, "shop", bson.D{{Key: "find", Value: "secret"}, {Key: "filter", Value: bson.D{{Key: "n", Value: int32(1)}}}})
+	if msg := fmt.Sprint(err); !strings.Contains(msg, `not authorized on shop to execute command { find: "secret", filter: { n: 1 }, `) || !strings.Contains(msg, `$db: "shop"`) {
+		t.Fatalf("unauthorized message: %s", msg)
+	}
 	// listDatabases without the privilege: the databases the user has privileges in.
 	r, err := runOn(oc, "admin", bson.D{{Key: "listDatabases", Value: 1}, {Key: "nameOnly", Value: true}})
 	if err != nil {

@@ -177,14 +177,6 @@ func (c *conn) safeCall(fn func(*conn, *Request) (bson.D, error), req *Request) 
 	return fn(c, req)
 }
 
-func shortVal(v bson.RawValue) string {
-	s := v.String()
-	if len(s) > 60 {
-		s = s[:60] + "..."
-	}
-	return s
-}
-
 // checkCanRun applies mongod's commandCanRunHere rules (spec §7); legacy
 // connections (no helloOk in their handshake) get the old wording.
 func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError {
