@@ -197,7 +197,7 @@ func (c *conn) saslStep(req bson.Raw, db string, start bool) (bson.D, error) {
 		return fail()
 	}
 	if s.conv.Done() {
-		if !s.conv.Valid() {
+		if !s.conv.Valid() || !c.n.restrictionsMet(s.db, s.conv.Username(), c.nc.RemoteAddr(), c.nc.LocalAddr()) {
 			return fail()
 		}
 		if s.skipLast {

@@ -155,10 +155,8 @@ func checkPrivilegesForRole(role RoleRef, privs []Privilege) *CmdError {
 func roleDocD(role RoleRef, privs []Privilege, roles []RoleRef, restr bson.RawValue) bson.D {
 	d := bson.D{{Key: "_id", Value: role.DB + "." + role.Role}, {Key: "role", Value: role.Role}, {Key: "db", Value: role.DB},
 		{Key: "privileges", Value: privilegesDoc(mergePrivileges(privs))}, {Key: "roles", Value: rolesDoc(roles)}}
-	if arr, ok := restr.ArrayOK(); ok {
-		if vals, _ := arr.Values(); len(vals) > 0 {
-			d = append(d, bson.E{Key: "authenticationRestrictions", Value: arr})
-		}
+	if nonEmptyArray(restr) {
+		d = append(d, bson.E{Key: "authenticationRestrictions", Value: restr})
 	}
 	return d
 }

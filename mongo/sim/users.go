@@ -2,6 +2,7 @@ package sim
 
 import (
 	"crypto/rand"
+	"slices"
 
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -228,10 +229,8 @@ func (c *conn) cmdCreateUser(req *Request) (bson.D, error) {
 	uid[8] = uid[8]&0x3f | 0x80
 	doc := bson.D{{Key: "_id", Value: db + "." + user}, {Key: "userId", Value: bson.Binary{Subtype: 4, Data: uid}},
 		{Key: "user", Value: user}, {Key: "db", Value: db}, {Key: "credentials", Value: creds}}
-	if ar, ok := req.Body.Lookup("authenticationRestrictions").ArrayOK(); ok {
-		if vals, _ := ar.Values(); len(vals) > 0 {
-			doc = append(doc, bson.E{Key: "authenticationRestrictions", Value: ar})
-		}
+	if ar := req.Body.Lookup("authenticationRestrictions"); nonEmptyArray(ar) {
+		doc = append(doc, bson.E{Key: "authenticationRestrictions", Value: ar})
 	}
 	if cd, ok := req.Body.Lookup("customData").DocumentOK(); ok {
 		doc = append(doc, bson.E{Key: "customData", Value: cd})
@@ -318,7 +317,11 @@ func (c *conn) cmdUpdateUser(req *Request) (bson.D, error) {
 		d = setField(d, "roles", rolesDoc(roles))
 	}
 	if ar, err := req.Body.LookupErr("authenticationRestrictions"); err == nil {
-		d = setField(d, "authenticationRestrictions", ar)
+		if nonEmptyArray(ar) {
+			d = setField(d, "authenticationRestrictions", ar)
+		} else {
+			d = slices.DeleteFunc(d, func(e bson.E) bool { return e.Key == "authenticationRestrictions" })
+		}
 	}
 	if e := c.n.writeAuthDoc(req, "u", "system.users", d, db+"."+user); e != nil {
 		return nil, e

@@ -216,3 +216,34 @@ func mustRawDoc(d bson.D) bson.Raw {
 	}
 	return b
 }
+
+// authenticationRestrictions are enforced at authentication, for the
+// user's own list and the lists of the roles it holds.
+func TestAuthenticationRestrictions(t *testing.T) {
+	m, ac := authedMember(t)
+	restr := func(field string, addrs ...string) bson.A {
+		a := bson.A{}
+		for _, x := range addrs {
+			a = append(a, x)
+		}
+		return bson.A{bson.D{{Key: field, Value: a}}}
+	}
+	mustRunOn(t, ac, "app", bson.D{{Key: "createUser", Value: "near"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"read"}},
+		{Key: "authenticationRestrictions", Value: restr("clientSource", "127.0.0.0/8")}})
+	mustRunOn(t, ac, "app", bson.D{{Key: "createUser", Value: "far"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"read"}},
+		{Key: "authenticationRestrictions", Value: restr("clientSource", "10.9.8.7")}})
+	mustRunOn(t, ac, "app", bson.D{{Key: "createRole", Value: "elsewhere"}, {Key: "privileges", Value: bson.A{}}, {Key: "roles", Value: bson.A{}},
+		{Key: "authenticationRestrictions", Value: restr("serverAddress", "10.0.0.0/8")}})
+	mustRunOn(t, ac, "app", bson.D{{Key: "createUser", Value: "viaRole"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"elsewhere"}}})
+	mustRunOn(t, ac, "app", bson.D{{Key: "createUser", Value: "here"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"read"}},
+		{Key: "authenticationRestrictions", Value: restr("serverAddress", m.ip)}})
+	for user, ok := range map[string]bool{"near": true, "far": false, "viaRole": false, "here": true} {
+		_, err := runOn(m.client(t, user+":p@", "authSource=app"), "app", bson.D{{Key: "ping", Value: 1}})
+		if (err == nil) != ok {
+			t.Errorf("%s: authenticated=%v, want %v (%v)", user, err == nil, ok, err)
+		}
+		if !ok && !strings.Contains(fmt.Sprint(err), "Authentication failed") {
+			t.Errorf("%s: %v", user, err)
+		}
+	}
+}
