@@ -57,7 +57,8 @@ func init() {
 		rotateCertificates runTenantMigration serverStatus setClusterParameter setDefaultRWConcern
 		setFeatureCompatibilityVersion setParameter setUserWriteBlockMode shardedDataDistribution shardingState
 		shutdown top touch trafficRecord transitionFromDedicatedConfigServer transitionToDedicatedConfigServer unlock
-		useTenant useUUID applyOps setChangeStreamState getChangeStreamState getChangeStreamState`) {
+		useTenant useUUID applyOps setChangeStreamState getChangeStreamState checkFreeMonitoringStatus setFreeMonitoring
+		listCursors closeAllDatabases`) {
 		clusterActions[a] = true
 	}
 }

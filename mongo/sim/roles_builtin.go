@@ -65,7 +65,7 @@ var builtinRoles = map[string]builtinRole{
 		{"normal", "", "", acts(dbAdminActions, "configureQueryAnalyzer")},
 		{"collection", "", "system.profile", acts(readActions, "convertToCapped createCollection dropCollection")}}},
 	"clusterMonitor": {adminOnly: true, roles: []string{"read@config", "read@local"}, grants: []grant{
-		{"cluster", "", "", acts("connPoolStats getCmdLineOpts getDefaultRWConcern getLog getParameter getShardMap hostInfo listDatabases listSampledQueries listSessions listShards netstat operationMetrics replSetGetConfig replSetGetStatus serverStatus top useUUID inprog shardingState allCollectionStats shardedDataDistribution")},
+		{"cluster", "", "", acts("checkFreeMonitoringStatus connPoolStats getCmdLineOpts getDefaultRWConcern getLog getParameter getShardMap hostInfo listDatabases listSampledQueries listSessions listShards netstat operationMetrics replSetGetConfig replSetGetStatus serverStatus top useUUID inprog shardingState allCollectionStats shardedDataDistribution")},
 		{"normal", "", "", acts(monitorDBActions)}, {"database", "config", "", acts(monitorDBActions)},
 		{"exact", "config", "system.sessions", acts(monitorDBActions)}, {"database", "local", "", acts(monitorDBActions)},
 		{"exact", "local", "system.replset", acts("find")}, {"exact", "local", "replset.election", acts("find")},
