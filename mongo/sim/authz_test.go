@@ -70,6 +70,11 @@ func TestBuiltinRoleMatrix(t *testing.T) {
 		"userAdminAnyDatabase": "listDatabases usersInfo systemUsers",
 		"dbAdminAnyDatabase":   "listDatabases dbStats collStats createIndexes",
 		"root":                 "find insert listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts usersInfo systemUsers fsync createIndexes",
+		"enableSharding":       "",
+	}
+	// directShardOperations is 8.0's; this member is 7.0.
+	if _, err := runOn(ac, "admin", bson.D{{Key: "createUser", Value: "dso"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"directShardOperations"}}}); !hasCode(err, 31) {
+		t.Fatalf("directShardOperations on 7.0: want 31, got %v", err)
 	}
 	for role, want := range allowed {
 		db := "admin"
