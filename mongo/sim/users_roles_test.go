@@ -61,7 +61,7 @@ func TestUserCommandsAsMongod(t *testing.T) {
 	}
 	r, _ = runOn(ac, "app", bson.D{{Key: "usersInfo", Value: "u"}, {Key: "showCredentials", Value: true},
 		{Key: "showAuthenticationRestrictions", Value: true}, {Key: "showCustomData", Value: false}})
-	if k := keys(oneDoc(t, r, "users")); k != "_id,userId,user,db,credentials,authenticationRestrictions,roles,mechanisms" {
+	if k := keys(oneDoc(t, r, "users")); k != "_id,userId,user,db,mechanisms,credentials,authenticationRestrictions,roles,inheritedRoles,inheritedPrivileges,inheritedAuthenticationRestrictions" {
 		t.Fatalf("usersInfo show* fields: %s", k)
 	}
 	r, _ = runOn(ac, "app", bson.D{{Key: "usersInfo", Value: bson.D{{Key: "user", Value: "u"}, {Key: "db", Value: "app"}}}, {Key: "showPrivileges", Value: true}})
@@ -72,6 +72,7 @@ func TestUserCommandsAsMongod(t *testing.T) {
 	if ip, _ := u.Lookup("inheritedPrivileges").Array().Values(); len(ip) != 2 {
 		t.Fatalf("inheritedPrivileges (app and app.system.js): %v", u.Lookup("inheritedPrivileges"))
 	}
+	wantErr(t, ac, "app", bson.D{{Key: "usersInfo", Value: 1}, {Key: "showPrivileges", Value: true}}, 20, "Privilege or restriction details require exact-match usersInfo queries")
 	// filter and forAllDBs
 	mustRun(t, ac, bson.D{{Key: "createUser", Value: "w"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}})
 	r, _ = runOn(ac, "admin", bson.D{{Key: "usersInfo", Value: bson.D{{Key: "forAllDBs", Value: true}}}, {Key: "filter", Value: bson.D{{Key: "db", Value: "app"}}}})
@@ -131,7 +132,7 @@ func TestRoleCommandsAsMongod(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := oneDoc(t, r, "roles")
-	if k := keys(got); k != "_id,role,db,privileges,roles,isBuiltin,inheritedRoles,inheritedPrivileges" {
+	if k := keys(got); k != "_id,role,db,privileges,roles,inheritedRoles,inheritedPrivileges,isBuiltin" {
 		t.Fatalf("rolesInfo fields: %s", k)
 	}
 	if g, w := got.Lookup("privileges").String(), bson.Raw(mustRawDoc(bson.D{{Key: "p", Value: desired[1].Value}})).Lookup("p").String(); g != w {
@@ -167,9 +168,11 @@ func TestRoleCommandsAsMongod(t *testing.T) {
 		t.Fatalf("rolesInfo showBuiltinRoles on app: %s", n)
 	}
 	r, _ = runOn(ac, "admin", bson.D{{Key: "rolesInfo", Value: "clusterMonitor"}, {Key: "showPrivileges", Value: true}})
-	if !strings.Contains(oneDoc(t, r, "roles").Lookup("privileges").String(), `"replSetGetStatus"`) {
-		t.Fatalf("clusterMonitor privileges: %v", r)
+	cm := oneDoc(t, r, "roles")
+	if !strings.Contains(cm.Lookup("privileges").String(), `"replSetGetStatus"`) || keys(cm) != "db,role,roles,privileges,inheritedRoles,inheritedPrivileges,isBuiltin" {
+		t.Fatalf("clusterMonitor: %v", cm)
 	}
+	wantErr(t, ac, "app", bson.D{{Key: "rolesInfo", Value: 1}, {Key: "showPrivileges", Value: "asUserFragment"}}, 20, "Cannot get user fragment for all roles in a database")
 	// updateRole, revokePrivilegesFromRole, revokeRolesFromRole
 	wantErr(t, ac, "app", bson.D{{Key: "updateRole", Value: "r"}}, 2, "Must specify at least one field to update in updateRole")
 	mustRunOn(t, ac, "app", bson.D{{Key: "revokePrivilegesFromRole", Value: "r"}, {Key: "privileges", Value: bson.A{priv("app", "orders", "insert")}}})
