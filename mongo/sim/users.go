@@ -192,7 +192,7 @@ func (c *conn) cmdUpdateUser(req *Request) (bson.D, error) {
 	}
 	d, e := c.userForUpdate(db, user)
 	if e != nil {
-		return nil, e
+		return nil, cerr(11, "User %s@%s not found", user, db)
 	}
 	if pwd, ok := req.Body.Lookup("pwd").StringValueOK(); ok {
 		if pwd == "" {
@@ -208,7 +208,31 @@ func (c *conn) cmdUpdateUser(req *Request) (bson.D, error) {
 		}
 		d = setField(d, "credentials", creds)
 	} else if _, err := req.Body.LookupErr("mechanisms"); err == nil {
-		return nil, cerr(2, "mechanisms field must be a subset of previously set mechanisms")
+		// without pwd, mechanisms trims the stored credentials to a subset
+		mechs, e := credentialMechanisms(req, nil)
+		if e != nil {
+			return nil, e
+		}
+		have := c.n.userMechanismsOf(db, user)
+		var kept bson.D
+		for _, x := range d {
+			if x.Key != "credentials" {
+				continue
+			}
+			var cd bson.D
+			_ = bson.Unmarshal(mustRawValue(x.Value).Document(), &cd)
+			for _, m := range mechs {
+				if !slices.Contains(have, m) {
+					return nil, cerr(2, "mechanisms field must be a subset of previously set mechanisms")
+				}
+			}
+			for _, ce := range cd {
+				if slices.Contains(mechs, ce.Key) {
+					kept = append(kept, ce)
+				}
+			}
+		}
+		d = setField(d, "credentials", kept)
 	}
 	if cd, ok := req.Body.Lookup("customData").DocumentOK(); ok {
 		d = setField(d, "customData", cd)
@@ -248,11 +272,14 @@ func (c *conn) changeUserRoles(req *Request, cmd string, grant bool) (bson.D, er
 		return nil, cerr(40414, "BSON field '%s.roles' is missing but a required field", cmd)
 	}
 	change := parseRoles(req.Body.Lookup("roles"), db)
-	if e := c.n.checkRolesExist(change); e != nil {
-		return nil, e
+	if len(change) == 0 {
+		return nil, cerr(2, "%s command requires a non-empty \"roles\" array", cmd)
 	}
 	d, e := c.userForUpdate(db, user)
 	if e != nil {
+		return nil, e
+	}
+	if e := c.n.checkRolesExist(change); e != nil {
 		return nil, e
 	}
 	var cur []RoleRef

@@ -81,13 +81,20 @@ func TestUserCommandsAsMongod(t *testing.T) {
 	}
 	// updateUser, revokeRolesFromUser, dropAllUsersFromDatabase
 	wantErr(t, ac, "app", bson.D{{Key: "updateUser", Value: "u"}}, 2, "Must specify at least one field to update in updateUser")
-	wantErr(t, ac, "app", bson.D{{Key: "updateUser", Value: "nobody"}, {Key: "customData", Value: bson.D{}}}, 11, "")
+	wantErr(t, ac, "app", bson.D{{Key: "updateUser", Value: "nobody"}, {Key: "customData", Value: bson.D{}}}, 11, "User nobody@app not found")
+	wantErr(t, ac, "app", bson.D{{Key: "grantRolesToUser", Value: "nobody"}, {Key: "roles", Value: bson.A{"read"}}}, 11, `Could not find user "nobody" for db "app"`)
+	wantErr(t, ac, "app", bson.D{{Key: "grantRolesToUser", Value: "u"}, {Key: "roles", Value: bson.A{}}}, 2, `grantRolesToUser command requires a non-empty "roles" array`)
+	wantErr(t, ac, "app", bson.D{{Key: "dropUser", Value: "nobody"}}, 11, "User 'nobody@app' not found")
 	if _, err := runOn(ac, "app", bson.D{{Key: "updateUser", Value: "u"}, {Key: "customData", Value: bson.D{{Key: "team", Value: "b"}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := runOn(ac, "app", bson.D{{Key: "revokeRolesFromUser", Value: "u"}, {Key: "roles", Value: bson.A{"readWrite"}}}); err != nil {
 		t.Fatal(err)
 	}
+	mustRunOn(t, ac, "app", bson.D{{Key: "createUser", Value: "two"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}})
+	mustRunOn(t, ac, "app", bson.D{{Key: "updateUser", Value: "two"}, {Key: "mechanisms", Value: bson.A{"SCRAM-SHA-256"}}})
+	wantErr(t, ac, "app", bson.D{{Key: "updateUser", Value: "two"}, {Key: "mechanisms", Value: bson.A{"SCRAM-SHA-1"}}}, 2, "mechanisms field must be a subset of previously set mechanisms")
+	mustRunOn(t, ac, "app", bson.D{{Key: "dropUser", Value: "two"}})
 	r, _ = runOn(ac, "app", bson.D{{Key: "usersInfo", Value: "u"}})
 	u = oneDoc(t, r, "users")
 	if u.Lookup("roles").String() != "[]" || u.Lookup("customData", "team").StringValue() != "b" {
