@@ -97,7 +97,7 @@ func init() {
 		"delete":          {fn: (*conn).cmdDelete, class: classWrite, action: "remove"},
 		"find":            {fn: (*conn).cmdFind, class: classRead, action: "find"},
 		"getMore":         {fn: (*conn).cmdGetMore, action: "find"},
-		"killCursors":     {fn: (*conn).cmdKillCursors, action: "killCursors"},
+		"killCursors":     {fn: (*conn).cmdKillCursors}, // own cursors: any authenticated user
 		"count":           {fn: (*conn).cmdCount, class: classRead, action: "find"},
 		"distinct":        {fn: (*conn).cmdDistinct, class: classRead, action: "find"},
 		"findAndModify":   {fn: (*conn).cmdFindAndModify, class: classWrite, action: "update"},
