@@ -98,12 +98,14 @@ func allowed(privs []Privilege, target Resource, actions ...string) bool {
 	return true
 }
 
-// anyOnDB: some privilege names this database (or any database) at all;
+// anyOnDB is mongod's isAuthorizedForAnyActionOnAnyResourceInDB: some
+// privilege names this database, a namespace in it, any database (any
+// normal resource, even for local and config) or a collection name;
 // listDatabases and listCollections filter by it.
 func anyOnDB(privs []Privilege, db string) bool {
 	for _, p := range privs {
 		r := p.Resource
-		if r.Any || !r.Cluster && (r.DB == db || r.DB == "" && db != "local" && db != "config") {
+		if r.Any || !r.Cluster && (r.DB == db || r.DB == "") {
 			return true
 		}
 	}
