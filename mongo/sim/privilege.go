@@ -24,18 +24,6 @@ type Privilege struct {
 
 func clusterRes() Resource { return Resource{Cluster: true} }
 
-func (r Resource) String() string {
-	switch {
-	case r.Any:
-		return "anyResource"
-	case r.Cluster:
-		return "cluster"
-	case r.Collection == "":
-		return r.DB
-	}
-	return r.DB + "." + r.Collection
-}
-
 // normalCollection: not system.*, not local's replset.* bookkeeping.
 func normalCollection(db, coll string) bool {
 	if strings.HasPrefix(coll, "system.") {
