@@ -22,6 +22,7 @@ type Privilege struct {
 	Actions  []string
 }
 
+// clusterRes is the {cluster: true} resource.
 func clusterRes() Resource { return Resource{Cluster: true} }
 
 // normalCollection: not system.*, not local's replset.* bookkeeping.
