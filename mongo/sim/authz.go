@@ -223,3 +223,17 @@ func rolesDoc(roles []RoleRef) bson.A {
 	}
 	return out
 }
+
+// coauthorized: the connection is authenticated as the users that opened
+// a cursor (mongod's isCoauthorizedWith), or auth is off.
+func (c *conn) coauthorized(users []authedUser) bool {
+	if !c.n.cfg.Auth || len(users) == 0 && len(c.users) == 0 {
+		return true
+	}
+	for _, u := range users {
+		if c.isUser(u.user, u.db) {
+			return true
+		}
+	}
+	return false
+}

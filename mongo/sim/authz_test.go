@@ -282,3 +282,26 @@ func TestPrivilegeResources(t *testing.T) {
 		t.Fatalf("authorizedCollections: %v", names)
 	}
 }
+
+// A cursor belongs to the user that opened it: another user's getMore is
+// refused, and the cursor survives for its owner.
+func TestCursorBelongsToItsUser(t *testing.T) {
+	m, ac := authedMember(t)
+	if _, err := runOn(ac, "app", bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{}, bson.D{}, bson.D{}}}}); err != nil {
+		t.Fatal(err)
+	}
+	mustRun(t, ac, bson.D{{Key: "createUser", Value: "other"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "read"}, {Key: "db", Value: "app"}}}}})
+	r := mustRunOn(t, ac, "app", bson.D{{Key: "find", Value: "c"}, {Key: "batchSize", Value: 1}})
+	id := r.Lookup("cursor", "id").Int64()
+	oc := m.client(t, "other:pw@", "authSource=admin")
+	getMore := bson.D{{Key: "getMore", Value: id}, {Key: "collection", Value: "c"}}
+	wantErr(t, oc, "app", getMore, 13, fmt.Sprintf("cursor id %d was not created by the authenticated user", id))
+	if r := mustRunOn(t, ac, "app", getMore); len(mustArray(r.Lookup("cursor", "nextBatch"))) != 2 {
+		t.Fatalf("owner's getMore: %v", r)
+	}
+}
+
+func mustArray(v bson.RawValue) []bson.RawValue {
+	vals, _ := v.Array().Values()
+	return vals
+}
