@@ -200,6 +200,10 @@ func (c *conn) saslStep(req bson.Raw, db string, start bool) (bson.D, error) {
 		if !s.conv.Valid() || !c.n.restrictionsMet(s.db, s.conv.Username(), c.nc.RemoteAddr(), c.nc.LocalAddr()) {
 			return fail()
 		}
+		if e := c.reauthentication(s.conv.Username(), s.db); e != nil {
+			c.sasl = nil
+			return nil, e
+		}
 		if s.skipLast {
 			c.finishAuth(s)
 			return bson.D{{Key: "conversationId", Value: s.id}, {Key: "done", Value: true}, {Key: "payload", Value: bson.Binary{Data: []byte(out)}}}, nil
@@ -257,4 +261,17 @@ func (c *conn) speculativeAuth(sa bson.Raw, helloDB string) bson.D {
 		return nil
 	}
 	return r
+}
+
+// reauthentication is mongod's rule for a second authentication on one
+// connection: the same user again is fine, anyone else is refused.
+func (c *conn) reauthentication(user, db string) *CmdError {
+	if len(c.users) == 0 || c.isUser(user, db) {
+		return nil
+	}
+	prev := c.users[0]
+	if prev.db == db {
+		return cerr(5626701, "Each client connection may only be authenticated once. Previously authenticated as: %s@%s", prev.user, prev.db)
+	}
+	return cerr(5626702, "Client has attempted to authenticate on multiple databases.Already authenticated as: %s@%s", prev.user, prev.db)
 }

@@ -91,3 +91,19 @@ func mustValues(v bson.RawValue) []bson.RawValue {
 	vals, _ := arr.Values()
 	return vals
 }
+
+func TestReauthentication(t *testing.T) {
+	c := &conn{users: []authedUser{{user: "a", db: "app"}}}
+	if e := c.reauthentication("a", "app"); e != nil {
+		t.Fatalf("same user again: %v", e)
+	}
+	if e := c.reauthentication("b", "app"); e == nil || e.Code != 5626701 || e.Msg != "Each client connection may only be authenticated once. Previously authenticated as: a@app" {
+		t.Fatalf("another user: %v", e)
+	}
+	if e := c.reauthentication("a", "admin"); e == nil || e.Code != 5626702 {
+		t.Fatalf("another database: %v", e)
+	}
+	if e := (&conn{}).reauthentication("a", "app"); e != nil {
+		t.Fatalf("first authentication: %v", e)
+	}
+}

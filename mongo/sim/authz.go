@@ -67,6 +67,9 @@ func (n *Node) anyUserOrRoleExists() bool {
 // admin, and initiating and watching the replica set.
 func (n *Node) localhostPrivileges() []Privilege {
 	cluster := []string{"addShard", "replSetConfigure", "replSetGetStatus"}
+	if versionAtLeast(n.cfg.MajorMinor(), "8.0") {
+		cluster = append(cluster, "issueDirectShardOperations")
+	}
 	n.mu.Lock()
 	arbiter := n.state == StateArbiter
 	n.mu.Unlock()
