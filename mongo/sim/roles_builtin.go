@@ -83,15 +83,18 @@ var builtinRoles = map[string]builtinRole{
 		{"exact", "local", "replset.minvalid", acts("insert update remove")}}},
 	"clusterAdmin": {adminOnly: true, roles: []string{"clusterMonitor", "hostManager", "clusterManager"}, grants: []grant{
 		{"normal", "", "", acts("dropDatabase")}, {"any", "", "", acts("importCollection exportCollection")}}},
-	"backup": {adminOnly: true, grants: []grant{
+	"__queryableBackup": {adminOnly: true, grants: []grant{
 		{"any", "", "", acts("collStats listCollections listIndexes listSearchIndexes")}, {"normal", "", "", acts("find")},
-		{"cluster", "", "", acts("getParameter listDatabases useUUID appendOplogNote serverStatus setUserWriteBlockMode")},
+		{"cluster", "", "", acts("getParameter listDatabases useUUID")},
 		{"database", "config", "", acts("find")}, {"database", "local", "", acts("find")},
 		{"exact", "local", "replset.election", acts("find")}, {"exact", "local", "replset.minvalid", acts("find")},
 		{"collection", "", "system.js", acts("find")}, {"collection", "", "system.users", acts("find")},
 		{"collection", "", "system.profile", acts("find")}, {"exact", "admin", "system.backup_users", acts("find")},
 		{"exact", "admin", "system.roles", acts("find")}, {"exact", "admin", "system.version", acts("find")},
-		{"exact", "config", "settings", acts("find insert update")}}},
+		{"exact", "config", "settings", acts("find")}}},
+	"backup": {adminOnly: true, roles: []string{"__queryableBackup"}, grants: []grant{
+		{"cluster", "", "", acts("appendOplogNote serverStatus setUserWriteBlockMode")},
+		{"exact", "config", "settings", acts("insert update")}}},
 	"restore": {adminOnly: true, grants: []grant{
 		{"cluster", "", "", acts("getParameter forceUUID useUUID bypassWriteBlockingMode setUserWriteBlockMode applyOps")},
 		{"database", "local", "", acts(restoreActions)}, {"database", "config", "", acts(restoreActions)},
@@ -173,11 +176,12 @@ func builtinPrivileges(name, db, mm string) []Privilege {
 	return mergePrivileges(out)
 }
 
-// builtinRoleNames lists the built-in roles rolesInfo shows for db.
+// builtinRoleNames lists the built-in roles rolesInfo shows for db (on
+// admin all of them, __system and __queryableBackup included), sorted.
 func builtinRoleNames(db, mm string) []string {
 	var out []string
 	for name := range builtinRoles {
-		if builtinRoleExists(name, db, mm) && !strings.HasPrefix(name, "__") {
+		if builtinRoleExists(name, db, mm) {
 			out = append(out, name)
 		}
 	}
