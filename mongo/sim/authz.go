@@ -97,7 +97,7 @@ func (n *Node) resolve(direct []RoleRef) *userAuthz {
 			continue
 		}
 		seen[r] = true
-		if builtinRoleExists(r.Role, r.DB, mm) {
+		if isBuiltinRole(r) {
 			u.inherited = append(u.inherited, r)
 			privs = append(privs, builtinPrivileges(r.Role, r.DB, mm)...)
 			continue

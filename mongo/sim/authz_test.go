@@ -54,27 +54,24 @@ func TestBuiltinRoleMatrix(t *testing.T) {
 		{"createIndexes", "app", bson.D{{Key: "createIndexes", Value: "c"}, {Key: "indexes", Value: bson.A{bson.D{{Key: "key", Value: bson.D{{Key: "x", Value: 1}}}, {Key: "name", Value: "x_1"}}}}}},
 	}
 	allowed := map[string]string{
-		"read":                 "find dbStats collStats",
-		"readWrite":            "find insert dbStats collStats createIndexes",
-		"dbAdmin":              "dbStats collStats createIndexes",
-		"dbOwner":              "find insert dbStats collStats usersInfo createIndexes",
-		"userAdmin":            "usersInfo",
-		"clusterMonitor":       "listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts",
-		"clusterManager":       "replSetGetStatus",
-		"clusterAdmin":         "listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts fsync",
-		"hostManager":          "fsync",
-		"backup":               "find listDatabases collStats oplog serverStatus systemUsers",
-		"restore":              "insert usersInfo systemUsers createIndexes",
-		"readAnyDatabase":      "find listDatabases dbStats collStats",
-		"readWriteAnyDatabase": "find insert listDatabases dbStats collStats createIndexes",
-		"userAdminAnyDatabase": "listDatabases usersInfo systemUsers",
-		"dbAdminAnyDatabase":   "listDatabases dbStats collStats createIndexes",
-		"root":                 "find insert listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts usersInfo systemUsers fsync createIndexes",
-		"enableSharding":       "",
-	}
-	// directShardOperations is 8.0's; this member is 7.0.
-	if _, err := runOn(ac, "admin", bson.D{{Key: "createUser", Value: "dso"}, {Key: "pwd", Value: "pw"}, {Key: "roles", Value: bson.A{"directShardOperations"}}}); !hasCode(err, 31) {
-		t.Fatalf("directShardOperations on 7.0: want 31, got %v", err)
+		"read":                  "find dbStats collStats",
+		"readWrite":             "find insert dbStats collStats createIndexes",
+		"dbAdmin":               "dbStats collStats createIndexes",
+		"dbOwner":               "find insert dbStats collStats usersInfo createIndexes",
+		"userAdmin":             "usersInfo",
+		"clusterMonitor":        "listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts",
+		"clusterManager":        "replSetGetStatus",
+		"clusterAdmin":          "listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts fsync",
+		"hostManager":           "fsync",
+		"backup":                "find listDatabases collStats oplog serverStatus systemUsers",
+		"restore":               "insert usersInfo systemUsers createIndexes",
+		"readAnyDatabase":       "find listDatabases dbStats collStats",
+		"readWriteAnyDatabase":  "find insert listDatabases dbStats collStats createIndexes",
+		"userAdminAnyDatabase":  "listDatabases usersInfo systemUsers",
+		"dbAdminAnyDatabase":    "listDatabases dbStats collStats createIndexes",
+		"root":                  "find insert listDatabases dbStats collStats oplog serverStatus replSetGetStatus getCmdLineOpts usersInfo systemUsers fsync createIndexes",
+		"enableSharding":        "",
+		"directShardOperations": "",
 	}
 	for role, want := range allowed {
 		db := "admin"

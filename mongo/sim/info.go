@@ -217,7 +217,7 @@ func (c *conn) cmdRolesInfo(req *Request) (bson.D, error) {
 		if showRestr && !sawRestr {
 			d = append(d, bson.E{Key: "authenticationRestrictions", Value: bson.A{}})
 		}
-		builtin := n.isBuiltinName(r)
+		builtin := isBuiltinRole(r)
 		if builtinFirst {
 			d = append(d, bson.E{Key: "isBuiltin", Value: builtin})
 		}
@@ -259,7 +259,7 @@ func (c *conn) cmdRolesInfo(req *Request) (bson.D, error) {
 	}
 	if all {
 		if showBuiltin {
-			for _, name := range builtinRoleNames(db, mm) {
+			for _, name := range builtinRoleNames(db) {
 				d := bson.D{{Key: "role", Value: name}, {Key: "db", Value: db}, {Key: "isBuiltin", Value: true},
 					{Key: "roles", Value: bson.A{}}, {Key: "inheritedRoles", Value: bson.A{}}}
 				if showPrivs {
@@ -286,7 +286,7 @@ func (c *conn) cmdRolesInfo(req *Request) (bson.D, error) {
 	}
 	for _, r := range want {
 		var doc bson.D
-		if n.isBuiltinName(r) {
+		if isBuiltinRole(r) {
 			doc = bson.D{{Key: "db", Value: r.DB}, {Key: "role", Value: r.Role}, {Key: "roles", Value: bson.A{}}}
 			if showPrivs {
 				doc = append(doc, bson.E{Key: "privileges", Value: privilegesDoc(builtinPrivileges(r.Role, r.DB, mm))})

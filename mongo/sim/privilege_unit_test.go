@@ -47,20 +47,19 @@ func TestResourceCovers(t *testing.T) {
 }
 
 func TestBuiltinRolesByVersion(t *testing.T) {
-	if builtinRoleExists("directShardOperations", "admin", "7.0") || builtinRoleExists("directShardOperations", "admin", "6.0") {
-		t.Error("directShardOperations before 8.0")
+	// directShardOperations: a placeholder without privileges in 6.0,
+	// issueDirectShardOperations from 7.0 (root holds it through the role).
+	if !builtinRoleExists("directShardOperations", "admin") || builtinRoleExists("directShardOperations", "app") {
+		t.Error("directShardOperations is an admin role")
 	}
-	if !builtinRoleExists("directShardOperations", "admin", "8.0") {
-		t.Error("no directShardOperations in 8.0")
-	}
-	if builtinRoleExists("root", "app", "7.0") || !builtinRoleExists("read", "app", "7.0") {
+	if builtinRoleExists("root", "app") || !builtinRoleExists("read", "app") {
 		t.Error("admin-only roles")
 	}
-	has := func(mm string) bool {
-		return allowed(builtinPrivileges("root", "admin", mm), clusterRes(), "issueDirectShardOperations")
+	has := func(role, mm string) bool {
+		return allowed(builtinPrivileges(role, "admin", mm), clusterRes(), "issueDirectShardOperations")
 	}
-	if has("7.0") || !has("8.0") {
-		t.Error("root's issueDirectShardOperations by version")
+	if has("directShardOperations", "6.0") || !has("directShardOperations", "7.0") || !has("root", "8.0") || has("root", "6.0") {
+		t.Error("issueDirectShardOperations by version")
 	}
 }
 

@@ -23,9 +23,9 @@ func rolesInfoArg(req *Request) (all bool, want []RoleRef) {
 	return true, nil
 }
 
-// isBuiltinName: mongod's isBuiltinRole, by name and database.
-func (n *Node) isBuiltinName(r RoleRef) bool {
-	return builtinRoleExists(r.Role, r.DB, n.cfg.MajorMinor())
+// isBuiltinRole is mongod's isBuiltinRole, by name and database.
+func isBuiltinRole(r RoleRef) bool {
+	return builtinRoleExists(r.Role, r.DB)
 }
 
 // checkGrantRolesToRole is mongod's checkOkayToGrantRolesToRole.
@@ -89,7 +89,7 @@ func (c *conn) cmdCreateRole(req *Request) (bson.D, error) {
 		return nil, cerr(2, "Cannot create roles in the local database")
 	case db == "$external":
 		return nil, cerr(2, "Cannot create roles in the $external database")
-	case c.n.isBuiltinName(role):
+	case isBuiltinRole(role):
 		return nil, cerr(2, "Cannot create roles with the same name as a built-in role")
 	}
 	privs, e := parsePrivileges(req.Body.Lookup("privileges"), "createRole.privileges")
@@ -119,7 +119,7 @@ func dedupRoles(in []RoleRef) []RoleRef {
 
 // storedRole reads a custom role for modification.
 func (c *conn) storedRole(role RoleRef) (privs []Privilege, roles []RoleRef, restr bson.RawValue, e *CmdError) {
-	if c.n.isBuiltinName(role) {
+	if isBuiltinRole(role) {
 		return nil, nil, restr, cerr(2, "%s@%s is a built-in role and cannot be modified", role.Role, role.DB)
 	}
 	doc := c.n.roleDoc(role.DB, role.Role)
@@ -244,7 +244,7 @@ func (c *conn) changeRoleRoles(req *Request, cmd string, grant bool) (bson.D, er
 	if len(change) == 0 {
 		return nil, cerr(2, "%s command requires a non-empty \"roles\" array", cmd)
 	}
-	if c.n.isBuiltinName(role) {
+	if isBuiltinRole(role) {
 		return nil, cerr(2, "%s@%s is a built-in role and cannot be modified", name, db)
 	}
 	if grant {
@@ -323,7 +323,7 @@ func (c *conn) cmdDropRole(req *Request) (bson.D, error) {
 	db := req.DB()
 	name, _ := req.Body.Lookup("dropRole").StringValueOK()
 	role := RoleRef{Role: name, DB: db}
-	if c.n.isBuiltinName(role) {
+	if isBuiltinRole(role) {
 		return nil, cerr(2, "%s@%s is a built-in role and cannot be modified", name, db)
 	}
 	if c.n.roleDoc(db, name) == nil {

@@ -19,7 +19,9 @@ type builtinRole struct {
 	adminOnly bool
 	roles     []string // inherited built-in roles, "name" or "name@db"
 	grants    []grant
-	since     string // first MajorMinor that has it
+	// grantsSince is the first MajorMinor whose role grants anything
+	// (directShardOperations: a placeholder without privileges in 6.0).
+	grantsSince string
 }
 
 func acts(s ...string) []string {
@@ -111,18 +113,15 @@ var builtinRoles = map[string]builtinRole{
 		{"any", "", "", acts("validate")}, {"cluster", "", "", acts("useTenant")},
 		{"exact", "config", "system.preimages", acts("find remove")},
 		{"exact", "config", "system.change_collection", acts("find insert remove update")}}},
-	"directShardOperations": {adminOnly: true, since: "8.0", grants: []grant{{"cluster", "", "", acts("issueDirectShardOperations")}}},
+	"directShardOperations": {adminOnly: true, grantsSince: "7.0", grants: []grant{{"cluster", "", "", acts("issueDirectShardOperations")}}},
 	"__system":              {adminOnly: true, grants: []grant{{"any", "", "", acts("anyAction")}}},
 }
 
-// builtinRoleExists: a built-in role of this version, granted on db
+// builtinRoleExists: a built-in role, granted on db
 // (the AnyDatabase, cluster and root roles exist only in admin).
-func builtinRoleExists(name, db, mm string) bool {
+func builtinRoleExists(name, db string) bool {
 	r, ok := builtinRoles[name]
-	if !ok || r.adminOnly && db != "admin" {
-		return false
-	}
-	return r.since == "" || versionAtLeast(mm, r.since)
+	return ok && (!r.adminOnly || db == "admin")
 }
 
 func versionAtLeast(mm, min string) bool {
@@ -138,7 +137,7 @@ func builtinPrivileges(name, db, mm string) []Privilege {
 	var out []Privilege
 	var walk func(name, db string)
 	walk = func(name, db string) {
-		if !builtinRoleExists(name, db, mm) {
+		if !builtinRoleExists(name, db) {
 			return
 		}
 		r := builtinRoles[name]
@@ -148,6 +147,9 @@ func builtinPrivileges(name, db, mm string) []Privilege {
 				sdb = db
 			}
 			walk(sn, sdb)
+		}
+		if r.grantsSince != "" && !versionAtLeast(mm, r.grantsSince) {
+			return
 		}
 		for _, g := range r.grants {
 			gdb := g.db
@@ -178,10 +180,10 @@ func builtinPrivileges(name, db, mm string) []Privilege {
 
 // builtinRoleNames lists the built-in roles rolesInfo shows for db (on
 // admin all of them, __system and __queryableBackup included), sorted.
-func builtinRoleNames(db, mm string) []string {
+func builtinRoleNames(db string) []string {
 	var out []string
 	for name := range builtinRoles {
-		if builtinRoleExists(name, db, mm) {
+		if builtinRoleExists(name, db) {
 			out = append(out, name)
 		}
 	}

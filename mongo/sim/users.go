@@ -148,9 +148,8 @@ func (c *conn) cmdCreateUser(req *Request) (bson.D, error) {
 }
 
 func (n *Node) checkRolesExist(roles []RoleRef) *CmdError {
-	mm := n.cfg.MajorMinor()
 	for _, r := range roles {
-		if !builtinRoleExists(r.Role, r.DB, mm) && n.roleDoc(r.DB, r.Role) == nil {
+		if !isBuiltinRole(r) && n.roleDoc(r.DB, r.Role) == nil {
 			return cerr(31, "Could not find role: %s@%s", r.Role, r.DB)
 		}
 	}
