@@ -32,7 +32,7 @@ func TestUserAndRoleCommands(t *testing.T) {
 	if r := do(local, "admin", bson.D{{Key: "createUser", Value: "x"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}}); code(r) != 13 {
 		t.Fatalf("exception must close after the first user: %v", r)
 	}
-	boss := &conn{n: n, nc: nopConn{}, id: 2, users: []authedUser{{user: "boss", db: "admin", roles: []RoleRef{{"userAdminAnyDatabase", "admin"}}}}}
+	boss := &conn{n: n, nc: nopConn{}, id: 2, users: []authedUser{{user: "boss", db: "admin"}}}
 	if r := do(boss, "admin", bson.D{{Key: "createUser", Value: "boss"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{}}}); code(r) != 51003 {
 		t.Fatalf("duplicate user: %v", r)
 	}
@@ -45,8 +45,7 @@ func TestUserAndRoleCommands(t *testing.T) {
 	if r := do(boss, "app", bson.D{{Key: "createUser", Value: "bad"}, {Key: "pwd", Value: "p"}, {Key: "roles", Value: bson.A{"nosuchrole"}}}); code(r) != 31 {
 		t.Fatalf("unknown role: %v", r)
 	}
-	doc := n.userDoc("app", "rep")
-	rep := &conn{n: n, nc: nopConn{}, id: 3, users: []authedUser{{user: "rep", db: "app", roles: parseRoles(doc.Lookup("roles"), "app")}}}
+	rep := &conn{n: n, nc: nopConn{}, id: 3, users: []authedUser{{user: "rep", db: "app"}}}
 	if r := do(rep, "app", bson.D{{Key: "find", Value: "c"}}); code(r) != 0 {
 		t.Fatalf("inherited read: %v", r)
 	}
@@ -91,4 +90,20 @@ func mustValues(v bson.RawValue) []bson.RawValue {
 	arr, _ := v.ArrayOK()
 	vals, _ := arr.Values()
 	return vals
+}
+
+func TestReauthentication(t *testing.T) {
+	c := &conn{users: []authedUser{{user: "a", db: "app"}}}
+	if e := c.reauthentication("a", "app"); e != nil {
+		t.Fatalf("same user again: %v", e)
+	}
+	if e := c.reauthentication("b", "app"); e == nil || e.Code != 5626701 || e.Msg != "Each client connection may only be authenticated once. Previously authenticated as: a@app" {
+		t.Fatalf("another user: %v", e)
+	}
+	if e := c.reauthentication("a", "admin"); e == nil || e.Code != 5626702 {
+		t.Fatalf("another database: %v", e)
+	}
+	if e := (&conn{}).reauthentication("a", "app"); e != nil {
+		t.Fatalf("first authentication: %v", e)
+	}
 }

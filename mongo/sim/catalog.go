@@ -170,7 +170,11 @@ func (c *Collection) collMod(o bson.Raw) {
 			if err != nil {
 				continue
 			}
-			spec = setField(spec, f, v, f == "hidden" && !v.Boolean())
+			if f == "hidden" && !v.Boolean() {
+				spec = dropField(spec, f)
+			} else {
+				spec = setField(spec, f, v)
+			}
 		}
 		entries, bytes := ix.entries, ix.bytes
 		*ix = *newIndex(mustRaw(spec))
@@ -182,7 +186,7 @@ func (c *Collection) collMod(o bson.Raw) {
 	}
 	for _, f := range []string{"validator", "validationLevel", "validationAction"} {
 		if v, err := o.LookupErr(f); err == nil {
-			opts = setField(opts, f, v, false)
+			opts = setField(opts, f, v)
 		}
 	}
 	if len(opts) > 0 {
@@ -190,21 +194,14 @@ func (c *Collection) collMod(o bson.Raw) {
 	}
 }
 
-// setField sets (or, with remove, deletes) a field of d, keeping order.
-func setField(d bson.D, key string, v any, remove bool) bson.D {
+// dropField deletes a field of d, keeping the others' order.
+func dropField(d bson.D, key string) bson.D {
 	for i, e := range d {
 		if e.Key == key {
-			if remove {
-				return append(d[:i:i], d[i+1:]...)
-			}
-			d[i].Value = v
-			return d
+			return append(d[:i:i], d[i+1:]...)
 		}
 	}
-	if remove {
-		return d
-	}
-	return append(d, bson.E{Key: key, Value: v})
+	return d
 }
 
 // IndexSizes lists the collection's indexes, _id_ first, with an estimate

@@ -18,22 +18,13 @@ const (
 	classWrite                  // kNever: writable primary only
 )
 
-// Action categories used for authorization.
-const (
-	actNone           = ""
-	actRead           = "read"
-	actWrite          = "write"
-	actDBAdmin        = "dbAdmin"
-	actUserAdmin      = "userAdmin"
-	actClusterAdmin   = "clusterAdmin"
-	actClusterMonitor = "clusterMonitor"
-	actInternal       = "internal"
-)
-
 type command struct {
-	fn       func(c *conn, req *Request) (bson.D, error)
-	class    cmdClass
-	noAuth   bool
+	fn     func(c *conn, req *Request) (bson.D, error)
+	class  cmdClass
+	noAuth bool
+	// action is mongod's privilege action the command needs, checked on
+	// the cluster, the database or the namespace it names (commandTarget);
+	// authzRules holds the commands that check more.
 	action   string
 	legacyOK bool
 }
@@ -47,69 +38,77 @@ func init() {
 		"ping":                    {fn: (*conn).cmdPing, noAuth: true},
 		"buildInfo":               {fn: (*conn).cmdBuildInfo, noAuth: true, legacyOK: true},
 		"buildinfo":               {fn: (*conn).cmdBuildInfo, noAuth: true, legacyOK: true},
-		"getParameter":            {fn: (*conn).cmdGetParameter, action: actClusterMonitor},
-		"serverStatus":            {fn: (*conn).cmdServerStatus, action: actClusterMonitor},
-		"getCmdLineOpts":          {fn: (*conn).cmdGetCmdLineOpts, action: actClusterMonitor},
+		"getParameter":            {fn: (*conn).cmdGetParameter, action: "getParameter"},
+		"serverStatus":            {fn: (*conn).cmdServerStatus, action: "serverStatus"},
+		"getCmdLineOpts":          {fn: (*conn).cmdGetCmdLineOpts, action: "getCmdLineOpts"},
 		"connectionStatus":        {fn: (*conn).cmdConnectionStatus, noAuth: true},
 		"endSessions":             {fn: (*conn).cmdEndSessions, noAuth: true},
 		"logout":                  {fn: (*conn).cmdLogout, noAuth: true},
-		"getLog":                  {fn: (*conn).cmdGetLog, action: actClusterMonitor},
-		"hostInfo":                {fn: (*conn).cmdHostInfo, action: actClusterMonitor},
+		"getLog":                  {fn: (*conn).cmdGetLog, action: "getLog"},
+		"hostInfo":                {fn: (*conn).cmdHostInfo, action: "hostInfo"},
 		"whatsmyuri":              {fn: (*conn).cmdWhatsMyURI, noAuth: true},
-		"getFreeMonitoringStatus": {fn: (*conn).cmdOK, action: actClusterMonitor},
-		"currentOp":               {fn: (*conn).cmdCurrentOp, action: actClusterMonitor},
-		"killOp":                  {fn: (*conn).cmdKillOp, action: actClusterAdmin},
-		"fsync":                   {fn: (*conn).cmdFsync, action: actClusterAdmin},
-		"logRotate":               {fn: (*conn).cmdOK, action: actClusterAdmin},
-		"getDefaultRWConcern":     {fn: (*conn).cmdGetDefaultRWConcern, action: actClusterMonitor},
-		"setDefaultRWConcern":     {fn: (*conn).cmdSetDefaultRWConcern, action: actClusterAdmin},
+		"getFreeMonitoringStatus": {fn: (*conn).cmdOK, action: "checkFreeMonitoringStatus"},
+		"currentOp":               {fn: (*conn).cmdCurrentOp, action: "inprog"},
+		"killOp":                  {fn: (*conn).cmdKillOp, action: "killop"},
+		"fsync":                   {fn: (*conn).cmdFsync, action: "fsync"},
+		"logRotate":               {fn: (*conn).cmdOK, action: "logRotate"},
+		"getDefaultRWConcern":     {fn: (*conn).cmdGetDefaultRWConcern, action: "getDefaultRWConcern"},
+		"setDefaultRWConcern":     {fn: (*conn).cmdSetDefaultRWConcern, action: "setDefaultRWConcern"},
 		"_isSelf":                 {fn: (*conn).cmdIsSelf, noAuth: true, legacyOK: true},
 		"saslStart":               {fn: (*conn).cmdSaslStart, noAuth: true, legacyOK: true},
 		"saslContinue":            {fn: (*conn).cmdSaslContinue, noAuth: true, legacyOK: true},
 		"authenticate":            {fn: (*conn).cmdAuthenticate, noAuth: true, legacyOK: true},
-		"shutdown":                {fn: (*conn).cmdShutdown, action: actClusterAdmin},
+		"shutdown":                {fn: (*conn).cmdShutdown, action: "shutdown"},
 		// replica set
-		"replSetInitiate":     {fn: (*conn).cmdReplSetInitiate, action: actClusterAdmin},
-		"replSetGetStatus":    {fn: (*conn).cmdReplSetGetStatus, action: actClusterMonitor},
-		"replSetGetConfig":    {fn: (*conn).cmdReplSetGetConfig, action: actClusterMonitor},
-		"replSetReconfig":     {fn: (*conn).cmdReplSetReconfig, action: actClusterAdmin},
-		"replSetStepDown":     {fn: (*conn).cmdReplSetStepDown, action: actClusterAdmin},
-		"replSetFreeze":       {fn: (*conn).cmdReplSetFreeze, action: actClusterAdmin},
-		"replSetStepUp":       {fn: (*conn).cmdReplSetStepUp, action: actClusterAdmin},
-		"replSetHeartbeat":    {fn: (*conn).cmdReplSetHeartbeat, action: actInternal},
-		"replSetRequestVotes": {fn: (*conn).cmdReplSetRequestVotes, action: actInternal},
-		"_simOplogFetch":      {fn: (*conn).cmdOplogFetch, action: actInternal},
-		"_simOplogFind":       {fn: (*conn).cmdOplogFind, action: actInternal},
+		"replSetInitiate":     {fn: (*conn).cmdReplSetInitiate, action: "replSetConfigure"},
+		"replSetGetStatus":    {fn: (*conn).cmdReplSetGetStatus, action: "replSetGetStatus"},
+		"replSetGetConfig":    {fn: (*conn).cmdReplSetGetConfig, action: "replSetGetConfig"},
+		"replSetReconfig":     {fn: (*conn).cmdReplSetReconfig, action: "replSetConfigure"},
+		"replSetStepDown":     {fn: (*conn).cmdReplSetStepDown, action: "replSetStateChange"},
+		"replSetFreeze":       {fn: (*conn).cmdReplSetFreeze, action: "replSetStateChange"},
+		"replSetStepUp":       {fn: (*conn).cmdReplSetStepUp, action: "replSetStateChange"},
+		"replSetHeartbeat":    {fn: (*conn).cmdReplSetHeartbeat, action: "internal"},
+		"replSetRequestVotes": {fn: (*conn).cmdReplSetRequestVotes, action: "internal"},
+		"_simOplogFetch":      {fn: (*conn).cmdOplogFetch, action: "internal"},
+		"_simOplogFind":       {fn: (*conn).cmdOplogFind, action: "internal"},
 		// users and roles
-		"createUser":       {fn: (*conn).cmdCreateUser, class: classWrite, action: actUserAdmin},
-		"updateUser":       {fn: (*conn).cmdUpdateUser, class: classWrite, action: actUserAdmin},
-		"dropUser":         {fn: (*conn).cmdDropUser, class: classWrite, action: actUserAdmin},
-		"usersInfo":        {fn: (*conn).cmdUsersInfo, class: classRead, action: actUserAdmin},
-		"createRole":       {fn: (*conn).cmdCreateRole, class: classWrite, action: actUserAdmin},
-		"dropRole":         {fn: (*conn).cmdDropRole, class: classWrite, action: actUserAdmin},
-		"rolesInfo":        {fn: (*conn).cmdRolesInfo, class: classRead, action: actUserAdmin},
-		"grantRolesToUser": {fn: (*conn).cmdGrantRoles, class: classWrite, action: actUserAdmin},
+		"createUser":               {fn: (*conn).cmdCreateUser, class: classWrite, action: "createUser"},
+		"updateUser":               {fn: (*conn).cmdUpdateUser, class: classWrite, action: "updateUser"},
+		"dropUser":                 {fn: (*conn).cmdDropUser, class: classWrite, action: "dropUser"},
+		"dropAllUsersFromDatabase": {fn: (*conn).cmdDropAllUsers, class: classWrite, action: "dropUser"},
+		"usersInfo":                {fn: (*conn).cmdUsersInfo, class: classRead, action: "viewUser"},
+		"grantRolesToUser":         {fn: (*conn).cmdGrantRoles, class: classWrite, action: "grantRole"},
+		"revokeRolesFromUser":      {fn: (*conn).cmdRevokeRoles, class: classWrite, action: "revokeRole"},
+		"createRole":               {fn: (*conn).cmdCreateRole, class: classWrite, action: "createRole"},
+		"updateRole":               {fn: (*conn).cmdUpdateRole, class: classWrite, action: "updateRole"},
+		"dropRole":                 {fn: (*conn).cmdDropRole, class: classWrite, action: "dropRole"},
+		"dropAllRolesFromDatabase": {fn: (*conn).cmdDropAllRoles, class: classWrite, action: "dropRole"},
+		"grantPrivilegesToRole":    {fn: (*conn).cmdGrantPrivilegesToRole, class: classWrite, action: "grantRole"},
+		"revokePrivilegesFromRole": {fn: (*conn).cmdRevokePrivilegesFromRole, class: classWrite, action: "revokeRole"},
+		"grantRolesToRole":         {fn: (*conn).cmdGrantRolesToRole, class: classWrite, action: "grantRole"},
+		"revokeRolesFromRole":      {fn: (*conn).cmdRevokeRolesFromRole, class: classWrite, action: "revokeRole"},
+		"rolesInfo":                {fn: (*conn).cmdRolesInfo, class: classRead, action: "viewRole"},
 		// data
-		"insert":          {fn: (*conn).cmdInsert, class: classWrite, action: actWrite},
-		"update":          {fn: (*conn).cmdUpdate, class: classWrite, action: actWrite},
-		"delete":          {fn: (*conn).cmdDelete, class: classWrite, action: actWrite},
-		"find":            {fn: (*conn).cmdFind, class: classRead, action: actRead},
-		"getMore":         {fn: (*conn).cmdGetMore, action: actRead},
-		"killCursors":     {fn: (*conn).cmdKillCursors, action: actRead},
-		"count":           {fn: (*conn).cmdCount, class: classRead, action: actRead},
-		"distinct":        {fn: (*conn).cmdDistinct, class: classRead, action: actRead},
-		"findAndModify":   {fn: (*conn).cmdFindAndModify, class: classWrite, action: actWrite},
-		"findandmodify":   {fn: (*conn).cmdFindAndModify, class: classWrite, action: actWrite},
-		"aggregate":       {fn: (*conn).cmdAggregate, class: classRead, action: actRead},
-		"listDatabases":   {fn: (*conn).cmdListDatabases, class: classRead, action: actRead},
-		"listCollections": {fn: (*conn).cmdListCollections, class: classRead, action: actRead},
-		"listIndexes":     {fn: (*conn).cmdListIndexes, class: classRead, action: actRead},
-		"create":          {fn: (*conn).cmdCreate, class: classWrite, action: actWrite},
-		"createIndexes":   {fn: (*conn).cmdCreateIndexes, class: classWrite, action: actWrite},
-		"drop":            {fn: (*conn).cmdDrop, class: classWrite, action: actWrite},
-		"dropDatabase":    {fn: (*conn).cmdDropDatabase, class: classWrite, action: actWrite},
-		"dbStats":         {fn: (*conn).cmdDBStats, class: classRead, action: actRead},
-		"collStats":       {fn: (*conn).cmdCollStats, class: classRead, action: actRead},
+		"insert":          {fn: (*conn).cmdInsert, class: classWrite, action: "insert"},
+		"update":          {fn: (*conn).cmdUpdate, class: classWrite, action: "update"},
+		"delete":          {fn: (*conn).cmdDelete, class: classWrite, action: "remove"},
+		"find":            {fn: (*conn).cmdFind, class: classRead, action: "find"},
+		"getMore":         {fn: (*conn).cmdGetMore, action: "find"},
+		"killCursors":     {fn: (*conn).cmdKillCursors}, // own cursors: any authenticated user
+		"count":           {fn: (*conn).cmdCount, class: classRead, action: "find"},
+		"distinct":        {fn: (*conn).cmdDistinct, class: classRead, action: "find"},
+		"findAndModify":   {fn: (*conn).cmdFindAndModify, class: classWrite, action: "update"},
+		"findandmodify":   {fn: (*conn).cmdFindAndModify, class: classWrite, action: "update"},
+		"aggregate":       {fn: (*conn).cmdAggregate, class: classRead, action: "find"},
+		"listDatabases":   {fn: (*conn).cmdListDatabases, class: classRead, action: "listDatabases"},
+		"listCollections": {fn: (*conn).cmdListCollections, class: classRead, action: "listCollections"},
+		"listIndexes":     {fn: (*conn).cmdListIndexes, class: classRead, action: "listIndexes"},
+		"create":          {fn: (*conn).cmdCreate, class: classWrite, action: "createCollection"},
+		"createIndexes":   {fn: (*conn).cmdCreateIndexes, class: classWrite, action: "createIndex"},
+		"drop":            {fn: (*conn).cmdDrop, class: classWrite, action: "dropCollection"},
+		"dropDatabase":    {fn: (*conn).cmdDropDatabase, class: classWrite, action: "dropDatabase"},
+		"dbStats":         {fn: (*conn).cmdDBStats, class: classRead, action: "dbStats"},
+		"collStats":       {fn: (*conn).cmdCollStats, class: classRead, action: "collStats"},
 		// indexes and collection DDL (slice sim-index)
 		"dropIndexes":      {fn: (*conn).cmdDropIndexes, class: classWrite, action: "dropIndex"},
 		"deleteIndexes":    {fn: (*conn).cmdDropIndexes, class: classWrite, action: "dropIndex"},
@@ -117,7 +116,7 @@ func init() {
 		"renameCollection": {fn: (*conn).cmdRenameCollection, class: classWrite, action: "renameCollectionSameDB"},
 		// oplog slice: bounded oplog and initial sync by cloning
 		"replSetResizeOplog": {fn: (*conn).cmdReplSetResizeOplog, action: "replSetResizeOplog"},
-		"_simClone":          {fn: (*conn).cmdClone, action: actInternal},
+		"_simClone":          {fn: (*conn).cmdClone, action: "internal"},
 		// admin slice: server parameters, FCV, introspection (mongod's privilege actions)
 		"setParameter":                   {fn: (*conn).cmdSetParameter, action: "setParameter"},
 		"setFeatureCompatibilityVersion": {fn: (*conn).cmdSetFeatureCompatibilityVersion, action: "setFeatureCompatibilityVersion"},
@@ -127,10 +126,10 @@ func init() {
 		"dbHash":                         {fn: (*conn).cmdDBHash, class: classRead, action: "dbHash"},
 		"dbhash":                         {fn: (*conn).cmdDBHash, class: classRead, action: "dbHash"},
 		"getDiagnosticData":              {fn: (*conn).cmdGetDiagnosticData, action: "serverStatus"},
-		"explain":                        {fn: (*conn).cmdExplain, class: classRead, action: actRead},
+		"explain":                        {fn: (*conn).cmdExplain, class: classRead, action: "find"},
 		// write slice: transactions (mongod checks no privilege for these)
-		"commitTransaction": {fn: (*conn).cmdCommitTransaction, class: classWrite, action: actNone},
-		"abortTransaction":  {fn: (*conn).cmdAbortTransaction, class: classWrite, action: actNone},
+		"commitTransaction": {fn: (*conn).cmdCommitTransaction, class: classWrite},
+		"abortTransaction":  {fn: (*conn).cmdAbortTransaction, class: classWrite},
 	}
 }
 
@@ -163,13 +162,8 @@ func (c *conn) handle(req *Request) (reply bson.D, closeAfter bool) {
 		return fail(cerr(59, "no such command: '%s'", name))
 	}
 	db := req.DB()
-	if n.cfg.Auth && !cmd.noAuth {
-		if !c.authenticated() && !c.localhostException() {
-			return fail(cerr(13, "Command %s requires authentication", name))
-		}
-		if !c.authorized(cmd.action, db, name) {
-			return fail(cerr(13, "not authorized on %s to execute command { %s: %s }", db, name, shortVal(req.Body.Lookup(name))))
-		}
+	if e := c.checkAuthz(name, cmd, req); e != nil {
+		return fail(e)
 	}
 	if n.cfg.ReplSet != "" && cmd.class != classAlways && db != "local" {
 		if e := n.checkCanRun(cmd.class, req, !c.helloOk); e != nil {
@@ -208,14 +202,6 @@ func (c *conn) safeCall(fn func(*conn, *Request) (bson.D, error), req *Request) 
 		}
 	}()
 	return fn(c, req)
-}
-
-func shortVal(v bson.RawValue) string {
-	s := v.String()
-	if len(s) > 60 {
-		s = s[:60] + "..."
-	}
-	return s
 }
 
 // checkCanRun applies mongod's commandCanRunHere rules (spec §7); legacy
@@ -263,22 +249,6 @@ func (c *conn) cmdPing(*Request) (bson.D, error) { return bson.D{}, nil }
 
 func (c *conn) cmdWhatsMyURI(*Request) (bson.D, error) {
 	return bson.D{{Key: "you", Value: c.nc.RemoteAddr().String()}}, nil
-}
-
-func (c *conn) cmdConnectionStatus(req *Request) (bson.D, error) {
-	users := bson.A{}
-	roles := bson.A{}
-	for _, u := range c.users {
-		users = append(users, bson.D{{Key: "user", Value: u.user}, {Key: "db", Value: u.db}})
-		for _, r := range u.roles {
-			roles = append(roles, bson.D{{Key: "role", Value: r.Role}, {Key: "db", Value: r.DB}})
-		}
-	}
-	info := bson.D{{Key: "authenticatedUsers", Value: users}, {Key: "authenticatedUserRoles", Value: roles}}
-	if b, _ := req.Body.Lookup("showPrivileges").BooleanOK(); b {
-		info = append(info, bson.E{Key: "authenticatedUserPrivileges", Value: bson.A{}})
-	}
-	return bson.D{{Key: "authInfo", Value: info}}, nil
 }
 
 func (c *conn) cmdIsSelf(*Request) (bson.D, error) {

@@ -32,11 +32,15 @@ type Data struct {
 	// retryable write and whether its latest transaction committed, so a
 	// retry (e.g. after a failover) is answered, not applied twice.
 	sessions map[string]*sessionRecord
+	// authzGen changes with every write to admin.system.users/roles
+	// (a fresh value from the global authzGen), so cached privileges are
+	// re-resolved after it.
+	authzGen uint64
 }
 
 // NewData returns an empty store.
 func NewData() *Data {
-	return &Data{dbs: map[string]map[string]*Collection{}, sessions: map[string]*sessionRecord{}}
+	return &Data{dbs: map[string]map[string]*Collection{}, sessions: map[string]*sessionRecord{}, authzGen: authzGen.Add(1)}
 }
 
 // Clone returns an independent copy of the documents (immutable, so
@@ -173,6 +177,9 @@ func (c *Collection) remove(id bson.RawValue) {
 func (d *Data) Apply(e OplogEntry) {
 	db, coll := splitNS(e.NS)
 	var pre, post bson.Raw
+	if db == "admin" && (coll == "system.users" || coll == "system.roles" || coll == "$cmd") {
+		d.authzGen = authzGen.Add(1)
+	}
 	switch e.Op {
 	case "i":
 		c := d.collFor(e, db, coll)

@@ -172,7 +172,11 @@ func (c *conn) cmdListDatabases(req *Request) (bson.D, error) {
 	n.mu.Unlock()
 	dbs := bson.A{}
 	var total int64
+	visible := c.databaseVisible(req)
 	for _, in := range infos {
+		if !visible(in.name) {
+			continue
+		}
 		d := bson.D{{Key: "name", Value: in.name}}
 		if !nameOnly {
 			d = append(d, bson.E{Key: "sizeOnDisk", Value: in.bytes}, bson.E{Key: "empty", Value: false})
@@ -210,7 +214,11 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 	}
 	n.mu.Unlock()
 	var docs []bson.Raw
+	visible := c.collectionVisible(req)
 	for _, name := range names {
+		if !visible(name) {
+			continue
+		}
 		d := bson.D{{Key: "name", Value: name}, {Key: "type", Value: "collection"}}
 		if !nameOnly {
 			opts := options[name]

@@ -114,7 +114,15 @@ func (c *conn) cmdSetFeatureCompatibilityVersion(req *Request) (bson.D, error) {
 		})
 	}
 	for _, d := range docs {
-		if _, err := n.writeOplog([]opSpec{{op: "u", ns: "admin.system.version", o: mustRaw(d), o2: mustRaw(bson.D{{Key: "_id", Value: fcvID}})}}, false); err != nil {
+		// an upsert: logged as an insert the first time, as mongod logs it
+		op := opSpec{op: "u", ns: "admin.system.version", o: mustRaw(d), o2: mustRaw(bson.D{{Key: "_id", Value: fcvID}}), stmt: -1}
+		n.mu.Lock()
+		if n.data.Coll("admin", "system.version", false).Get(op.o.Lookup("_id")) == nil {
+			op.op, op.o2 = "i", nil
+		}
+		_, err := n.writeOplogLocked([]opSpec{op}, false)
+		n.mu.Unlock()
+		if err != nil {
 			return nil, cerr(10107, "not primary")
 		}
 	}

@@ -400,7 +400,7 @@ func fullCollation(c bson.Raw) bson.D {
 		if f, ok := numberOK(e.Value()); ok {
 			v = int32(f)
 		}
-		out = setField(out, e.Key(), v, false)
+		out = setField(out, e.Key(), v)
 	}
 	return out
 }

@@ -491,16 +491,18 @@ func (n *Node) clusterTimeFields() bson.D {
 // ---------------------------------------------------------------- connections
 
 type conn struct {
-	n        *Node
-	nc       net.Conn
-	id       int64
-	local    bool // peer is a loopback address
-	users    []authedUser
-	internal atomic.Bool // set by the handler goroutine, read by closeClientConns
-	sawHello bool
-	sasl     *saslConv
-	client   bson.Raw
-	helloOk  bool
+	n     *Node
+	nc    net.Conn
+	id    int64
+	local bool // peer is a loopback address
+	users []authedUser
+	// authzCache holds the users' privileges resolved for one authzGen.
+	authzCache *authzCache
+	internal   atomic.Bool // set by the handler goroutine, read by closeClientConns
+	sawHello   bool
+	sasl       *saslConv
+	client     bson.Raw
+	helloOk    bool
 }
 
 func (n *Node) accept(l net.Listener) {

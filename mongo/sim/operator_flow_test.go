@@ -33,8 +33,12 @@ func TestOperatorFlowWithHostNames(t *testing.T) {
 		if h := helloOf(m); h == nil {
 			t.Fatalf("no hello from %s before initiate", m.host)
 		}
-		if _, err := run(m.client(t), bson.D{{Key: "replSetGetConfig", Value: 1}}); !hasCode(err, 94) {
-			t.Fatalf("replSetGetConfig before initiate: want 94, got %v", err)
+		// The localhost exception allows replSetGetStatus, not replSetGetConfig.
+		if _, err := run(m.client(t), bson.D{{Key: "replSetGetStatus", Value: 1}}); !hasCode(err, 94) {
+			t.Fatalf("replSetGetStatus before initiate: want 94, got %v", err)
+		}
+		if _, err := run(m.client(t), bson.D{{Key: "replSetGetConfig", Value: 1}}); !hasCode(err, 13) {
+			t.Fatalf("replSetGetConfig before the first user: want 13, got %v", err)
 		}
 	}
 	mustRun(t, ms[0].client(t), bson.D{{Key: "replSetInitiate", Value: rsConfig(ms, fastSettings)}})

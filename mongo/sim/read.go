@@ -10,8 +10,9 @@ import (
 )
 
 type cursor struct {
-	ns   string
-	docs []bson.Raw
+	ns    string
+	docs  []bson.Raw
+	users []authedUser // who opened it: only they may getMore
 }
 
 type cursorTable struct {
@@ -171,7 +172,7 @@ func (c *conn) cursorReply(ns string, docs []bson.Raw, batch int, single bool, k
 	var id int64
 	if batch >= 0 && batch < len(docs) && !single {
 		first = docs[:batch]
-		id = c.n.cursors.add(&cursor{ns: ns, docs: docs[batch:]})
+		id = c.n.cursors.add(&cursor{ns: ns, docs: docs[batch:], users: c.users})
 	} else if batch >= 0 && batch < len(docs) {
 		first = docs[:batch]
 	}
@@ -191,6 +192,10 @@ func (c *conn) cmdGetMore(req *Request) (bson.D, error) {
 	t := &c.n.cursors
 	t.Lock()
 	cur := t.m[id]
+	if cur != nil && !c.coauthorized(cur.users) {
+		t.Unlock()
+		return nil, cerr(13, "cursor id %d was not created by the authenticated user", id)
+	}
 	delete(t.m, id)
 	t.Unlock()
 	if cur == nil {
