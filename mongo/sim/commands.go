@@ -196,7 +196,7 @@ func shortVal(v bson.RawValue) string {
 func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.state == StatePrimary && n.writable {
+	if n.canAcceptWritesLocked() {
 		return nil
 	}
 	if class == classWrite {
@@ -205,9 +205,8 @@ func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError 
 		}
 		return cerr(10107, "not primary")
 	}
-	if n.state == StatePrimary {
-		return nil // reads on a draining primary are allowed
-	}
+	// A primary that is draining or stepping down cannot accept writes, and
+	// mongod then serves reads only to secondaryOk readers, as a secondary.
 	secOK := false
 	if rp, err := req.Body.LookupErr("$readPreference"); err == nil {
 		if d, ok := rp.DocumentOK(); ok {
@@ -222,7 +221,7 @@ func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError 
 		}
 		return cerr(13435, "not primary and secondaryOk=false")
 	}
-	if n.state != StateSecondary {
+	if n.state != StateSecondary && n.state != StatePrimary {
 		if legacy {
 			return cerr(13436, "node is recovering")
 		}

@@ -128,7 +128,7 @@ func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
 		d = append(d, bson.E{Key: "arbiters", Value: arbiters})
 	}
 	me := n.rs.Members[n.self]
-	isPrimary := n.state == StatePrimary && n.writable && !n.stepping && !n.inShutdown
+	isPrimary := n.canAcceptWritesLocked()
 	secondary := n.state == StateSecondary || n.state == StatePrimary && !n.writable && !n.stepping
 	d = append(d, bson.E{Key: "setName", Value: n.rs.ID}, bson.E{Key: "setVersion", Value: int32(n.rs.Version)},
 		bson.E{Key: primaryKey, Value: isPrimary}, bson.E{Key: "secondary", Value: secondary})

@@ -62,6 +62,13 @@ func (n *Node) updateTermLocked(t int64, why string) {
 	n.resetElectionTimerLocked()
 }
 
+// canAcceptWritesLocked is mongod's canAcceptNonLocalWrites: a primary that
+// has drained and is not stepping down. From the moment a stepdown starts no
+// write is accepted; if the stepdown fails, writes are accepted again.
+func (n *Node) canAcceptWritesLocked() bool {
+	return n.state == StatePrimary && n.writable && !n.stepping && !n.inShutdown
+}
+
 func (n *Node) stepDownLocked() {
 	n.state = StateSecondary
 	n.writable = false
@@ -258,6 +265,9 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 			n.logI("REPL", 21809, "Can't see a majority of the set, relinquishing primary", nil)
 			n.stepDownLocked()
 			n.resetElectionTimerLocked()
+			return tickIdle
+		}
+		if n.stepping {
 			return tickIdle
 		}
 		if len(n.oplog) > 0 && now.Sub(n.oplog[len(n.oplog)-1].Wall) > n.noopInterval() {

@@ -301,7 +301,7 @@ func (c *conn) cmdReplSetGetConfig(req *Request) (bson.D, error) {
 	incl, _ := req.Body.Lookup("$_internalIncludeNewlyAdded").BooleanOK()
 	d := bson.D{{Key: "config", Value: n.rs.Doc(incl)}}
 	if cs, ok := req.Body.Lookup("commitmentStatus").BooleanOK(); ok && cs {
-		if n.state != StatePrimary || !n.writable {
+		if !n.canAcceptWritesLocked() {
 			return nil, cerr(10107, "commitmentStatus is only supported on primary.")
 		}
 		d = append(d, bson.E{Key: "commitmentStatus", Value: n.configCommittedLocked()})
@@ -349,7 +349,7 @@ func (c *conn) cmdReplSetReconfig(req *Request) (bson.D, error) {
 	}
 	if !force {
 		n.mu.Lock()
-		if n.state != StatePrimary || !n.writable {
+		if !n.canAcceptWritesLocked() {
 			st := stateNames[n.state]
 			n.mu.Unlock()
 			return nil, cerr(10107, "New config is rejected :: caused by :: replSetReconfig should only be run on a writable PRIMARY. Current state %s;", st)
@@ -370,7 +370,7 @@ func (c *conn) cmdReplSetReconfig(req *Request) (bson.D, error) {
 		n.mu.Unlock()
 		return nil, cerr(109, "Cannot run replSetReconfig because the node is currently updating its configuration")
 	}
-	if !force && (n.state != StatePrimary || !n.writable) {
+	if !force && (!n.canAcceptWritesLocked()) {
 		st := stateNames[n.state]
 		n.mu.Unlock()
 		return nil, cerr(10107, "Safe reconfig is only allowed on a writable PRIMARY. Current state is %s", st)
@@ -593,7 +593,7 @@ func (n *Node) reconfigQuorumCheck(cfg *RSConfig, self int) *CmdError {
 // newly added member is SECONDARY (version+1).
 func (n *Node) removeNewlyAdded() {
 	n.mu.Lock()
-	if n.state != StatePrimary || !n.writable || n.configBusy || n.rs == nil {
+	if !n.canAcceptWritesLocked() || n.configBusy || n.rs == nil {
 		n.mu.Unlock()
 		return
 	}
@@ -682,7 +682,7 @@ func (n *Node) stepDown(period, catchUp time.Duration, force bool, deadline time
 			if i == n.self || !m.Electable() {
 				continue
 			}
-			if p := n.peers[m.Host]; p != nil && p.health == 1 && p.state == StateSecondary && !p.applied.Less(n.applied) && m.Priority > best {
+			if p := n.peers[m.Host]; p != nil && p.health == 1 && p.state == StateSecondary && p.has(n.applied) && m.Priority > best {
 				best, target = m.Priority, m.Host
 			}
 		}

@@ -78,7 +78,7 @@ func (n *Node) writeOplog(ops []opSpec, internal bool) (OpTime, error) {
 }
 
 func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
-	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.writable && !internal) {
+	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.canAcceptWritesLocked() && !internal) {
 		return OpTime{}, errNotWritable
 	}
 	var entries []OplogEntry
@@ -164,8 +164,14 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 	applied := parseOpTime(b.Lookup("applied"))
 	from, _ := b.Lookup("from").StringValueOK()
 	wait, _ := b.Lookup("maxWaitMS").AsInt64OK()
+	term, _ := b.Lookup("term").AsInt64OK()
 	deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
 	n.mu.Lock()
+	if term > n.term {
+		// As mongod's oplog getMore and replSetUpdatePosition do: a fetcher
+		// in a newer term deposes us before its progress is counted.
+		n.updateTermLocked(term, "oplog fetch with higher term from "+from)
+	}
 	if p := n.peers[from]; p != nil {
 		if p.applied.Less(applied) {
 			p.applied = applied
@@ -243,6 +249,7 @@ func (n *Node) fetchLoop() {
 			(n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		var src, me string
 		var after OpTime
+		var term int64
 		var wait, callTimeout time.Duration
 		ok = ok || n.rs != nil && n.self >= 0 && (n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		if ok {
@@ -252,6 +259,7 @@ func (n *Node) fetchLoop() {
 		if ok {
 			me = n.rs.Members[n.self].Host
 			after = n.applied
+			term = n.term
 			wait = min(max(n.hbInterval(), 100*time.Millisecond), 2*time.Second)
 			callTimeout = min(n.hbTimeout(), max(n.electionTimeout(), time.Second))
 		}
@@ -300,7 +308,7 @@ func (n *Node) fetchLoop() {
 			}
 		}(pc, ch)
 		r, err := pc.run(bson.D{{Key: "_simOplogFetch", Value: int32(1)}, {Key: "after", Value: after.Doc()},
-			{Key: "applied", Value: after.Doc()}, {Key: "from", Value: me}, {Key: "maxWaitMS", Value: wait.Milliseconds()},
+			{Key: "applied", Value: after.Doc()}, {Key: "from", Value: me}, {Key: "term", Value: term}, {Key: "maxWaitMS", Value: wait.Milliseconds()},
 			{Key: "$db", Value: "admin"}}, time.Now().Add(wait+callTimeout))
 		close(callDone)
 		if err != nil {
