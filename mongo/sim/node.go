@@ -519,8 +519,16 @@ func (n *Node) accept(l net.Listener) {
 }
 
 func (n *Node) serveConn(nc net.Conn) {
-	if n.tlsConf != nil && n.cfg.TLSMode != "disabled" {
-		nc = tls.Server(nc, n.tlsConf)
+	raw := nc
+	nc, err := n.acceptTLS(raw)
+	if err != nil {
+		if errors.Is(err, errPlainOnRequireTLS) {
+			n.logI("NETWORK", 22988, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
+				e.Str("remote", raw.RemoteAddr().String()).Str("err", err.Error())
+			})
+		}
+		_ = raw.Close()
+		return
 	}
 	n.connMu.Lock()
 	n.connTotal++
