@@ -216,6 +216,12 @@ func (c *conn) cmdReplSetHeartbeat(req *Request) (bson.D, error) {
 	}
 	if p := n.peers[from]; p != nil {
 		p.lastHBRecv = time.Now()
+		if cv > 0 && configNewer(int(cv), ct, p.cfgVersion, p.cfgTerm) {
+			// The sender's config: a member that installed ours says so at
+			// once (mongod learns it from the position update that follows).
+			p.cfgVersion, p.cfgTerm = int(cv), ct
+			n.notifyProgressLocked()
+		}
 	}
 	d := bson.D{{Key: "set", Value: n.cfg.ReplSet}, {Key: "term", Value: n.term}}
 	pull := false

@@ -162,6 +162,11 @@ func (n *Node) installConfigLocked(cfg *RSConfig, persist bool, self ...int) {
 	}
 	n.resetElectionTimerLocked()
 	n.bumpTopologyLocked()
+	if !n.inShutdown {
+		// As mongod restarts heartbeats on every config change: all members
+		// hear of it now (and pull it), not at the next heartbeat interval.
+		go n.kickHeartbeats()
+	}
 	n.logI("REPL", 21392, "New replica set config in use", func(e *zerolog.Event) {
 		e.Str("set", cfg.ID).Int("version", cfg.Version).Int64("term", cfg.Term).Str("state", stateNames[n.state]).Str("prevState", stateNames[prevState])
 	})

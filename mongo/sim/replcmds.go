@@ -145,7 +145,6 @@ func (c *conn) cmdReplSetInitiate(req *Request) (bson.D, error) {
 	n.bumpTopologyLocked()
 	n.mu.Unlock()
 	n.logI("REPL", 21357, "replSetInitiate config object parses ok", func(e *zerolog.Event) { e.Int("numMembers", len(cfg.Members)) })
-	n.kickHeartbeats()
 	return extra, nil
 }
 
@@ -458,7 +457,6 @@ func (c *conn) cmdReplSetReconfig(req *Request) (bson.D, error) {
 	}
 	n.mu.Unlock()
 	n.logI("REPL", 21353, "replSetReconfig config object parses ok", func(e *zerolog.Event) { e.Int("version", cfg.Version).Bool("force", force) })
-	n.kickHeartbeats()
 	if !force {
 		if !n.waitFor(deadline, func() bool { return n.rs == cfg && n.configCommittedLocked() || n.rs != cfg }) {
 			return nil, cerr(50, "Reconfig finished but failed to propagate to a majority :: caused by :: operation exceeded time limit")
@@ -618,7 +616,6 @@ func (n *Node) removeNewlyAdded() {
 	_, _ = n.writeOplogLocked([]opSpec{{op: "n", o: mustRaw(bson.D{{Key: "msg", Value: "Reconfig set"}, {Key: "version", Value: int32(cfg.Version)}})}}, false)
 	n.mu.Unlock()
 	n.logI("REPL", 4634400, "Removed newlyAdded field from member configs", func(e *zerolog.Event) { e.Int("version", cfg.Version) })
-	n.kickHeartbeats()
 }
 
 // cmdReplSetStepDown (spec §6.3).
