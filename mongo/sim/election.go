@@ -66,14 +66,18 @@ type electionMetrics struct {
 	timeoutMillis int64
 	newTermDate   time.Time
 	wMajorityDate time.Time
+	priorPrimary  int // member id of the primary we replaced, -1 unknown
 }
 
 func (m *electionMetrics) doc() bson.D {
 	d := bson.D{{Key: "lastElectionReason", Value: m.reason}, {Key: "lastElectionDate", Value: bson.NewDateTimeFromTime(m.date)},
 		{Key: "electionTerm", Value: m.term}, {Key: "lastCommittedOpTimeAtElection", Value: m.lastCommitted.Doc()},
 		{Key: "lastSeenOpTimeAtElection", Value: m.lastSeen.Doc()}, {Key: "numVotesNeeded", Value: int32(m.votesNeeded)},
-		{Key: "priorityAtElection", Value: m.priority}, {Key: "electionTimeoutMillis", Value: m.timeoutMillis},
-		{Key: "numCatchUpOps", Value: int64(0)}}
+		{Key: "priorityAtElection", Value: m.priority}, {Key: "electionTimeoutMillis", Value: m.timeoutMillis}}
+	if m.priorPrimary >= 0 {
+		d = append(d, bson.E{Key: "priorPrimaryMemberId", Value: int32(m.priorPrimary)})
+	}
+	d = append(d, bson.E{Key: "numCatchUpOps", Value: int64(0)})
 	if !m.newTermDate.IsZero() {
 		d = append(d, bson.E{Key: "newTermStartDate", Value: bson.NewDateTimeFromTime(m.newTermDate)})
 	}
@@ -139,7 +143,11 @@ func (n *Node) runElection(skipDryRun bool, reason string) bool {
 		return false
 	}
 	n.logI("ELECTION", 21450, "Election succeeded, assuming primary role", func(e *zerolog.Event) { e.Int64("term", term) })
-	n.election = &electionMetrics{reason: reason, date: time.Now(), term: term, lastCommitted: n.commit, lastSeen: n.applied,
+	prior := -1
+	if n.primary >= 0 && n.primary != n.self {
+		prior = n.rs.Members[n.primary].ID
+	}
+	n.election = &electionMetrics{reason: reason, date: time.Now(), term: term, lastCommitted: n.commit, lastSeen: n.applied, priorPrimary: prior,
 		votesNeeded: need, priority: n.rs.Members[n.self].Priority, timeoutMillis: n.rs.ElectionTimeoutMillis}
 	n.state = StatePrimary
 	n.primary = n.self
@@ -188,6 +196,10 @@ func (c *conn) cmdReplSetRequestVotes(req *Request) (bson.D, error) {
 		n.logI("ELECTION", 5972100, "Responding to vote request", func(e *zerolog.Event) {
 			e.Bool("dryRun", dry).Int64("term", term).Int64("candidateId", cid).Bool("voteGranted", granted).Str("reason", reason)
 		})
+		if !dry && n.rs != nil && n.self >= 0 {
+			n.voted = &voteMetrics{granted: granted, term: term, date: time.Now(), candidate: int(cid), reason: reason,
+				lastApplied: n.applied, maxApplied: n.maxAppliedInSetLocked(), priority: n.rs.Members[n.self].Priority}
+		}
 		return bson.D{{Key: "term", Value: n.term}, {Key: "voteGranted", Value: granted}, {Key: "reason", Value: reason}}, nil
 	}
 	if n.rs == nil {
@@ -239,4 +251,50 @@ func (n *Node) electionOffset(et time.Duration) time.Duration {
 		}
 	}
 	return time.Duration(rand.Int64N(int64(float64(et)*frac) + 1))
+}
+
+// voteMetrics is replSetGetStatus' electionParticipantMetrics: the last
+// real (not dry-run) vote request this member answered.
+type voteMetrics struct {
+	granted        bool
+	term           int64
+	date           time.Time
+	candidate      int
+	reason         string
+	lastApplied    OpTime
+	maxApplied     OpTime
+	priority       float64
+	newTermStart   time.Time // wall time of the new term's first entry
+	newTermApplied time.Time // when we applied it
+}
+
+func (m *voteMetrics) doc() bson.D {
+	d := bson.D{{Key: "votedForCandidate", Value: m.granted}, {Key: "electionTerm", Value: m.term},
+		{Key: "lastVoteDate", Value: bson.NewDateTimeFromTime(m.date)}, {Key: "electionCandidateMemberId", Value: int32(m.candidate)},
+		{Key: "voteReason", Value: m.reason}, {Key: "lastAppliedOpTimeAtElection", Value: m.lastApplied.Doc()},
+		{Key: "maxAppliedOpTimeInSet", Value: m.maxApplied.Doc()}, {Key: "priorityAtElection", Value: m.priority}}
+	if !m.newTermApplied.IsZero() {
+		d = append(d, bson.E{Key: "newTermStartDate", Value: bson.NewDateTimeFromTime(m.newTermStart)},
+			bson.E{Key: "newTermAppliedDate", Value: bson.NewDateTimeFromTime(m.newTermApplied)})
+	}
+	return d
+}
+
+// noteAppliedLocked records, for electionParticipantMetrics, when we applied
+// the first entry of the term we voted in.
+func (n *Node) noteAppliedLocked(e OplogEntry) {
+	if m := n.voted; m != nil && m.granted && e.T == m.term && m.newTermApplied.IsZero() {
+		m.newTermStart, m.newTermApplied = e.Wall, time.Now()
+	}
+}
+
+// maxAppliedInSetLocked is the newest applied optime we know of, ours included.
+func (n *Node) maxAppliedInSetLocked() OpTime {
+	best := n.applied
+	for _, p := range n.peers {
+		if best.Less(p.applied) {
+			best = p.applied
+		}
+	}
+	return best
 }

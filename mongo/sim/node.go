@@ -68,6 +68,7 @@ type Node struct {
 	leaderTime bson.Timestamp
 	leaderDate time.Time
 	election   *electionMetrics // last election this node won
+	voted      *voteMetrics     // last vote this node cast (electionParticipantMetrics)
 	defaultWC  bson.D           // set by setDefaultRWConcern
 	logMember  atomic.Value     // string: our host in the config, for the "member" log field
 	writable   bool

@@ -215,9 +215,15 @@ func (c *conn) cmdReplSetGetStatus(*Request) (bson.D, error) {
 			{Key: "readConcernMajorityOpTime", Value: n.commit.Doc()}, {Key: "appliedOpTime", Value: n.applied.Doc()},
 			{Key: "durableOpTime", Value: n.applied.Doc()}, {Key: "lastAppliedWallTime", Value: appliedWall},
 			{Key: "lastDurableWallTime", Value: appliedWall}}},
+		// Every write is fsync'd before it is applied, so the last stable
+		// recovery point is the majority commit point.
+		{Key: "lastStableRecoveryTimestamp", Value: n.commit.TS},
 	}
 	if n.state == StatePrimary && n.election != nil && n.election.term == n.term {
 		d = append(d, bson.E{Key: "electionCandidateMetrics", Value: n.election.doc()})
+	}
+	if n.voted != nil {
+		d = append(d, bson.E{Key: "electionParticipantMetrics", Value: n.voted.doc()})
 	}
 	members := bson.A{}
 	order := make([]int, len(n.rs.Members))

@@ -367,6 +367,7 @@ func (n *Node) applyBatch(r bson.Raw) {
 			n.oplog = append(n.oplog, e)
 			n.data.Apply(e)
 			n.applied = e.OpTime()
+			n.noteAppliedLocked(e)
 			if n.lastTS.T < e.TS.T || n.lastTS.T == e.TS.T && n.lastTS.I < e.TS.I {
 				n.lastTS = e.TS
 			}
