@@ -67,6 +67,8 @@ type electionMetrics struct {
 	newTermDate   time.Time
 	wMajorityDate time.Time
 	priorPrimary  int // member id of the primary we replaced, -1 unknown
+	catchUpTarget OpTime
+	catchUpOps    int64
 }
 
 func (m *electionMetrics) doc() bson.D {
@@ -77,7 +79,10 @@ func (m *electionMetrics) doc() bson.D {
 	if m.priorPrimary >= 0 {
 		d = append(d, bson.E{Key: "priorPrimaryMemberId", Value: int32(m.priorPrimary)})
 	}
-	d = append(d, bson.E{Key: "numCatchUpOps", Value: int64(0)})
+	if !m.catchUpTarget.IsZero() {
+		d = append(d, bson.E{Key: "targetCatchupOpTime", Value: m.catchUpTarget.Doc()})
+	}
+	d = append(d, bson.E{Key: "numCatchUpOps", Value: m.catchUpOps})
 	if !m.newTermDate.IsZero() {
 		d = append(d, bson.E{Key: "newTermStartDate", Value: bson.NewDateTimeFromTime(m.newTermDate)})
 	}
@@ -162,7 +167,7 @@ func (n *Node) runElection(skipDryRun bool, reason string) bool {
 	n.rs = cfg
 	_ = n.store.PutMeta("config", cfg.Raw())
 	n.mu.Unlock()
-	n.kickHeartbeats()
+	n.catchUp(term)
 	_, err := n.writeOplog([]opSpec{{op: "n", o: mustRaw(bson.D{{Key: "msg", Value: "new primary"}})}}, true)
 	n.mu.Lock()
 	if err == nil && n.state == StatePrimary && n.term == term {

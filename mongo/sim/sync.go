@@ -186,7 +186,7 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 		n.mu.Lock()
 		idx, found := n.oplogIndexAfterLocked(after)
 		if !found {
-			d := bson.D{{Key: "diverged", Value: true}, {Key: "term", Value: n.term}}
+			d := bson.D{{Key: "diverged", Value: true}, {Key: "term", Value: n.term}, {Key: "lastApplied", Value: n.applied.Doc()}}
 			n.mu.Unlock()
 			return d, nil
 		}
@@ -318,6 +318,15 @@ func (n *Node) fetchLoop() {
 			continue
 		}
 		if div, _ := r.Lookup("diverged").BooleanOK(); div {
+			n.mu.Lock()
+			ahead := after.Less(parseOpTime(r.Lookup("lastApplied")))
+			n.mu.Unlock()
+			if !ahead {
+				// As mongod: a source whose oplog is not ahead of ours is no sync
+				// source (a new primary still catching up); never roll back to it.
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
 			n.rollback(pc)
 			continue
 		}
