@@ -342,7 +342,7 @@ func (c *conn) cmdServerStatus(*Request) (bson.D, error) {
 	}
 	if n.cfg.ReplSet != "" {
 		n.mu.Lock()
-		repl := n.helloReplFieldsLocked(true)
+		repl := n.helloReplFieldsLocked(true, defaultHorizon)
 		repl = append(repl, bson.E{Key: "rbid", Value: n.rbid}, bson.E{Key: "userWriteBlockMode", Value: int32(1)})
 		n.mu.Unlock()
 		d = append(d, bson.E{Key: "repl", Value: repl})
