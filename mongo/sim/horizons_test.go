@@ -47,7 +47,7 @@ func TestSplitHorizons(t *testing.T) {
 		}
 	}
 	// Through the horizon's name: hello answers with the horizon's hosts.
-	hc, err := mongo.Connect(options.Client().ApplyURI("mongodb://"+ext(p)+"/?directConnection=true&tls=true&tlsInsecure=true&serverSelectionTimeoutMS=5000").
+	hc, err := mongo.Connect(options.Client().ApplyURI("mongodb://" + ext(p) + "/?directConnection=true&tls=true&tlsInsecure=true&serverSelectionTimeoutMS=5000").
 		SetDialer(redirectDialer{to: ms[p].host}))
 	if err != nil {
 		t.Fatal(err)
