@@ -68,6 +68,14 @@ func TestStepDownRefusesWritesUntilItFails(t *testing.T) {
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 1}}); err != nil {
 		t.Fatal(err)
 	}
+	waitFor(t, 20*time.Second, "the primary to see member 1 down", func() bool {
+		r, err := run(pc, bson.D{{Key: "replSetGetStatus", Value: 1}})
+		if err != nil {
+			return false
+		}
+		h, _ := r.Lookup("members", "1", "health").AsFloat64OK()
+		return h == 0
+	})
 	res := make(chan error, 1)
 	go func() {
 		_, err := run(pc, bson.D{{Key: "replSetStepDown", Value: 30}, {Key: "secondaryCatchUpPeriodSecs", Value: 6}})
