@@ -113,6 +113,9 @@ func init() {
 		"dropDatabase":    {fn: (*conn).cmdDropDatabase, class: classWrite, action: actWrite},
 		"dbStats":         {fn: (*conn).cmdDBStats, class: classRead, action: actRead},
 		"collStats":       {fn: (*conn).cmdCollStats, class: classRead, action: actRead},
+
+		// Replication slice (elections, stepdown, TLS).
+		"replSetMaintenance": {fn: (*conn).cmdReplSetMaintenance, action: "replSetStateChange"},
 	}
 }
 

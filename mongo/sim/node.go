@@ -75,6 +75,7 @@ type Node struct {
 	stepping   bool
 	inShutdown bool
 	configBusy bool
+	maintTasks int // replSetMaintenance tasks in progress: RECOVERING while > 0
 	isSelfMemo map[string]bool
 
 	oplog     []OplogEntry
@@ -436,7 +437,7 @@ var codeNames = map[int32]string{
 	13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 51003: "Location51003", 31368: "Location31368",
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
-	185: "InconsistentReplicaSetNames", 31373: "Location31373",
+	185: "InconsistentReplicaSetNames", 31373: "Location31373", 96: "OperationFailed",
 }
 
 func codeName(c int32) string {

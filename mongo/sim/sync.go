@@ -383,7 +383,7 @@ func (n *Node) applyBatch(r bson.Raw) {
 		}
 	}
 	n.advanceCommitLocked(commit)
-	if (n.state == StateStartup2 || n.state == StateRecovering) && !more {
+	if (n.state == StateStartup2 || n.state == StateRecovering && n.maintTasks == 0) && !more {
 		n.state = StateSecondary
 		n.bumpTopologyLocked()
 		n.logI("REPL", 21358, "Replica set state transition", func(e *zerolog.Event) { e.Str("newState", "SECONDARY") })
