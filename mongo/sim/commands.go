@@ -116,6 +116,7 @@ func init() {
 
 		// Replication slice (elections, stepdown, TLS).
 		"replSetMaintenance": {fn: (*conn).cmdReplSetMaintenance, action: "replSetStateChange"},
+		"replSetSyncFrom":    {fn: (*conn).cmdReplSetSyncFrom, action: "replSetStateChange"},
 	}
 }
 

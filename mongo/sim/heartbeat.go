@@ -240,8 +240,8 @@ func (c *conn) cmdReplSetHeartbeat(req *Request) (bson.D, error) {
 		if n.primary >= 0 {
 			d = append(d, bson.E{Key: "primaryId", Value: int32(n.rs.Members[n.primary].ID)})
 		}
-		if n.state == StateSecondary && n.primary >= 0 {
-			d = append(d, bson.E{Key: "syncingTo", Value: n.rs.Members[n.primary].Host})
+		if src := n.syncSourceLocked(); n.state == StateSecondary && src != "" {
+			d = append(d, bson.E{Key: "syncingTo", Value: src})
 		}
 		if cv >= 0 && configNewer(n.rs.Version, n.rs.Term, int(cv), ct) || cv < 0 {
 			d = append(d, bson.E{Key: "config", Value: n.rs.Raw()})

@@ -75,7 +75,8 @@ type Node struct {
 	stepping   bool
 	inShutdown bool
 	configBusy bool
-	maintTasks int // replSetMaintenance tasks in progress: RECOVERING while > 0
+	maintTasks int    // replSetMaintenance tasks in progress: RECOVERING while > 0
+	syncFrom   string // sync source asked for by replSetSyncFrom, "" none
 	isSelfMemo map[string]bool
 
 	oplog     []OplogEntry

@@ -201,8 +201,13 @@ func (c *conn) cmdReplSetGetStatus(*Request) (bson.D, error) {
 	now := time.Now()
 	voting, mv, wv, wm := n.rs.Majorities()
 	syncHost, syncID := "", int32(-1)
-	if n.state != StatePrimary && n.primary >= 0 && n.primary != n.self {
-		syncHost, syncID = n.rs.Members[n.primary].Host, int32(n.rs.Members[n.primary].ID)
+	if n.state != StatePrimary {
+		syncHost = n.syncSourceLocked()
+		for _, m := range n.rs.Members {
+			if m.Host == syncHost && syncHost != "" {
+				syncID = int32(m.ID)
+			}
+		}
 	}
 	wall := bson.NewDateTimeFromTime(now)
 	appliedWall := n.applied.Date()

@@ -320,6 +320,9 @@ func (n *Node) fetchLoop() {
 		if div, _ := r.Lookup("diverged").BooleanOK(); div {
 			n.mu.Lock()
 			ahead := after.Less(parseOpTime(r.Lookup("lastApplied")))
+			if !ahead && n.syncFrom == src {
+				n.syncFrom = "" // a requested source that is behind us is given up
+			}
 			n.mu.Unlock()
 			if !ahead {
 				// As mongod: a source whose oplog is not ahead of ours is no sync
@@ -448,6 +451,11 @@ func (n *Node) rollback(pc *peerConn) {
 // syncSourceLocked picks the primary, or else the healthy member furthest
 // ahead of us (chaining, as mongod does during initial sync without a primary).
 func (n *Node) syncSourceLocked() string {
+	if n.syncFrom != "" {
+		if p := n.peers[n.syncFrom]; p != nil && p.health == 1 {
+			return n.syncFrom
+		}
+	}
 	if n.primary >= 0 && n.primary != n.self && n.primary < len(n.rs.Members) {
 		if p := n.peers[n.rs.Members[n.primary].Host]; p != nil && p.health != 0 {
 			return p.host
