@@ -64,6 +64,7 @@ type Node struct {
 	peers      map[string]*peerState
 	electionAt time.Time
 	takeoverAt time.Time
+	catchUpAt  time.Time // when a pending catch-up takeover runs
 	stepUntil  time.Time
 	leaderTime bson.Timestamp
 	leaderDate time.Time

@@ -217,6 +217,8 @@ func (n *Node) tickLoop() {
 			n.runElection(false, "electionTimeout")
 		case actElectTakeover:
 			n.runElection(false, "priorityTakeover")
+		case actElectCatchUpTakeover:
+			n.runElection(false, "catchupTakeover")
 		case actElectNoDryRun:
 			n.runElection(true, "electionTimeout")
 		case actNoop:
@@ -234,6 +236,7 @@ const (
 	actElect
 	actElectNoDryRun
 	actElectTakeover
+	actElectCatchUpTakeover
 	actNoop
 	actNewlyAdded
 )
@@ -302,6 +305,9 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 			pm := n.rs.Members[n.primary]
 			p := n.peers[pm.Host]
 			if p != nil && now.Sub(p.lastOK) < et {
+				if act, ok := n.catchUpTakeoverLocked(now, p); ok {
+					return act
+				}
 				// Priority takeover: higher priority and fresh.
 				if me.Priority > pm.Priority && p.term == n.term && freshFor(n.applied, p.applied) {
 					if n.takeoverAt.IsZero() {
@@ -317,7 +323,7 @@ func (n *Node) decideLocked(now time.Time) tickAction {
 					}
 					if now.After(n.takeoverAt) {
 						n.takeoverAt = time.Time{}
-						n.logI("ELECTION", 21437, "Starting an election for a priority takeover", nil)
+						n.logI("ELECTION", 4615660, "Starting an election for a priority takeover", nil)
 						return actElectTakeover
 					}
 					return tickIdle
@@ -342,4 +348,26 @@ func (n *Node) noopInterval() time.Duration {
 		}
 	}
 	return 10 * time.Second
+}
+
+// catchUpTakeoverLocked decides mongod's catch-up takeover: the primary p is
+// still catching up (nothing written in its term yet) and we are ahead of
+// it; after catchUpTakeoverDelayMillis (-1: never) we run for election. ok
+// is false when no catch-up takeover is pending.
+func (n *Node) catchUpTakeoverLocked(now time.Time, p *peerState) (tickAction, bool) {
+	delay := n.rs.CatchUpTakeoverDelayMillis
+	if delay < 0 || p.state != StatePrimary || p.term != n.term || p.applied.T >= p.term || !p.applied.Less(n.applied) {
+		n.catchUpAt = time.Time{}
+		return tickIdle, false
+	}
+	if n.catchUpAt.IsZero() {
+		n.catchUpAt = now.Add(time.Duration(delay) * time.Millisecond)
+		return tickIdle, true
+	}
+	if now.Before(n.catchUpAt) {
+		return tickIdle, true
+	}
+	n.catchUpAt = time.Time{}
+	n.logI("ELECTION", 4615662, "Starting an election for a catchup takeover", nil)
+	return actElectCatchUpTakeover, true
 }
