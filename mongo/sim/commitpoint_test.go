@@ -170,3 +170,45 @@ func oplogInserts(t *testing.T, m *member) map[int64]bool {
 	}
 	return out
 }
+
+// The cause of the w:majority write once acknowledged with both secondaries
+// frozen: a member's progress report with an optime of a newer term counted
+// towards the commit point of a primary still in the old term (terms order
+// first, so it looked ahead of every write). Replayed here with the oplog
+// fetch a member sends: an optime of another term never covers the
+// primary's writes, and a fetch in a newer term deposes the primary.
+func TestCommitPointIgnoresOptimesOfOtherTerms(t *testing.T) {
+	settings := bson.D{{Key: "electionTimeoutMillis", Value: 4000}, {Key: "heartbeatIntervalMillis", Value: 200}}
+	ms, p := initiated(t, 3, settings)
+	pc := ms[p].client(t)
+	st := mustRun(t, pc, bson.D{{Key: "replSetGetStatus", Value: 1}})
+	term := st.Lookup("term").Int64()
+	s := ms[(p+1)%3]
+	for i, m := range ms {
+		if i != p {
+			freeze(t, m)
+		}
+	}
+	future := bson.D{{Key: "ts", Value: bson.Timestamp{T: uint32(time.Now().Unix()) + 3600, I: 1}}, {Key: "t", Value: term + 1}}
+	zero := bson.D{{Key: "ts", Value: bson.Timestamp{}}, {Key: "t", Value: int64(-1)}}
+	fetch := func(extra ...bson.E) error {
+		cmd := bson.D{{Key: "_simOplogFetch", Value: 1}, {Key: "after", Value: zero}, {Key: "applied", Value: future},
+			{Key: "from", Value: s.host}, {Key: "maxWaitMS", Value: 0}}
+		return pc.Database("admin").RunCommand(context.Background(), append(cmd, extra...)).Err()
+	}
+	if err := fetch(); err != nil {
+		t.Fatal(err)
+	}
+	err := pc.Database("test").RunCommand(context.Background(), bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}},
+		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: 500}}}}).Err()
+	if !hasCode(err, 64) {
+		t.Fatalf("w:majority with both secondaries frozen, after a report of a newer term's optime: want writeConcernError 64, got %v", err)
+	}
+	if err := fetch(bson.E{Key: "term", Value: term + 1}); err != nil {
+		t.Fatal(err)
+	}
+	r := mustRun(t, pc, bson.D{{Key: "replSetGetStatus", Value: 1}})
+	if r.Lookup("myState").Int32() == 1 || r.Lookup("term").Int64() != term+1 {
+		t.Fatalf("a fetch in term %d left the primary in state %v term %v", term+1, r.Lookup("myState"), r.Lookup("term"))
+	}
+}
