@@ -39,7 +39,7 @@ func (n *Node) dialPeer(host string, timeout time.Duration) (*peerConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n.tlsConf != nil && n.cfg.TLSMode == "requireTLS" {
+	if n.dialsTLS() {
 		// Members trust each other by keyfile here; certificate checks are not modelled.
 		nc = tls.Client(nc, &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}) //nolint:gosec
 	}

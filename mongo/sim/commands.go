@@ -130,6 +130,9 @@ func init() {
 		// write slice: transactions (mongod checks no privilege for these)
 		"commitTransaction": {fn: (*conn).cmdCommitTransaction, class: classWrite},
 		"abortTransaction":  {fn: (*conn).cmdAbortTransaction, class: classWrite},
+		// replication slice: maintenance mode and sync source
+		"replSetMaintenance": {fn: (*conn).cmdReplSetMaintenance, action: "replSetStateChange"},
+		"replSetSyncFrom":    {fn: (*conn).cmdReplSetSyncFrom, action: "replSetStateChange"},
 	}
 }
 
@@ -209,7 +212,7 @@ func (c *conn) safeCall(fn func(*conn, *Request) (bson.D, error), req *Request) 
 func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.state == StatePrimary && n.writable {
+	if n.canAcceptWritesLocked() {
 		return nil
 	}
 	if class == classWrite {
@@ -218,9 +221,8 @@ func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError 
 		}
 		return cerr(10107, "not primary")
 	}
-	if n.state == StatePrimary {
-		return nil // reads on a draining primary are allowed
-	}
+	// A primary that is draining or stepping down cannot accept writes, and
+	// mongod then serves reads only to secondaryOk readers, as a secondary.
 	secOK := false
 	if rp, err := req.Body.LookupErr("$readPreference"); err == nil {
 		if d, ok := rp.DocumentOK(); ok {
@@ -235,7 +237,7 @@ func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError 
 		}
 		return cerr(13435, "not primary and secondaryOk=false")
 	}
-	if n.state != StateSecondary {
+	if n.state != StateSecondary && n.state != StatePrimary {
 		if legacy {
 			return cerr(13436, "node is recovering")
 		}

@@ -71,7 +71,7 @@ func (c *conn) cmdHello(req *Request) (bson.D, error) {
 	if helloOk {
 		d = append(d, bson.E{Key: "helloOk", Value: true})
 	}
-	d = append(d, n.helloReplFieldsLocked(!legacy)...)
+	d = append(d, n.helloReplFieldsLocked(!legacy, c.horizonLocked())...)
 	n.mu.Unlock()
 	d = append(d, bson.D{
 		{Key: "maxBsonObjectSize", Value: int32(maxBSONSize)}, {Key: "maxMessageSizeBytes", Value: int32(maxMessageSize)},
@@ -93,7 +93,8 @@ func (c *conn) cmdHello(req *Request) (bson.D, error) {
 }
 
 // helloReplFieldsLocked builds the replication part of hello (spec §2.2).
-func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
+// horizon names the split horizon whose host names to answer with.
+func (n *Node) helloReplFieldsLocked(modern bool, horizon string) bson.D {
 	primaryKey, delayKey := "isWritablePrimary", "secondaryDelaySecs"
 	if !modern {
 		primaryKey, delayKey = "ismaster", "slaveDelay"
@@ -113,11 +114,11 @@ func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
 		}
 		switch {
 		case m.ArbiterOnly:
-			arbiters = append(arbiters, m.Host)
+			arbiters = append(arbiters, m.hostIn(horizon))
 		case m.Priority > 0 && !m.NewlyAdded:
-			hosts = append(hosts, m.Host)
+			hosts = append(hosts, m.hostIn(horizon))
 		default:
-			passives = append(passives, m.Host)
+			passives = append(passives, m.hostIn(horizon))
 		}
 	}
 	d = append(d, bson.E{Key: "hosts", Value: hosts})
@@ -128,12 +129,12 @@ func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
 		d = append(d, bson.E{Key: "arbiters", Value: arbiters})
 	}
 	me := n.rs.Members[n.self]
-	isPrimary := n.state == StatePrimary && n.writable && !n.stepping && !n.inShutdown
+	isPrimary := n.canAcceptWritesLocked()
 	secondary := n.state == StateSecondary || n.state == StatePrimary && !n.writable && !n.stepping
 	d = append(d, bson.E{Key: "setName", Value: n.rs.ID}, bson.E{Key: "setVersion", Value: int32(n.rs.Version)},
 		bson.E{Key: primaryKey, Value: isPrimary}, bson.E{Key: "secondary", Value: secondary})
 	if n.primary >= 0 && n.primary < len(n.rs.Members) {
-		d = append(d, bson.E{Key: "primary", Value: n.rs.Members[n.primary].Host})
+		d = append(d, bson.E{Key: "primary", Value: n.rs.Members[n.primary].hostIn(horizon)})
 	}
 	if me.ArbiterOnly {
 		d = append(d, bson.E{Key: "arbiterOnly", Value: true})
@@ -152,7 +153,7 @@ func (n *Node) helloReplFieldsLocked(modern bool) bson.D {
 	if len(me.Tags) > 0 {
 		d = append(d, bson.E{Key: "tags", Value: me.Tags})
 	}
-	d = append(d, bson.E{Key: "me", Value: me.Host})
+	d = append(d, bson.E{Key: "me", Value: me.hostIn(horizon)})
 	if n.state == StatePrimary {
 		d = append(d, bson.E{Key: "electionId", Value: electionID(n.term)})
 	}

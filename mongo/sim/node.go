@@ -65,15 +65,19 @@ type Node struct {
 	peers      map[string]*peerState
 	electionAt time.Time
 	takeoverAt time.Time
+	catchUpAt  time.Time // when a pending catch-up takeover runs
 	stepUntil  time.Time
 	leaderTime bson.Timestamp
 	leaderDate time.Time
 	election   *electionMetrics // last election this node won
+	voted      *voteMetrics     // last vote this node cast (electionParticipantMetrics)
 	logMember  atomic.Value     // string: our host in the config, for the "member" log field
 	writable   bool
 	stepping   bool
 	inShutdown bool
 	configBusy bool
+	maintTasks int    // replSetMaintenance tasks in progress: RECOVERING while > 0
+	syncFrom   string // sync source asked for by replSetSyncFrom, "" none
 	isSelfMemo map[string]bool
 
 	oplog     []OplogEntry
@@ -529,8 +533,16 @@ func (n *Node) accept(l net.Listener) {
 }
 
 func (n *Node) serveConn(nc net.Conn) {
-	if n.tlsConf != nil && n.cfg.TLSMode != "disabled" {
-		nc = tls.Server(nc, n.tlsConf)
+	raw := nc
+	nc, err := n.acceptTLS(raw)
+	if err != nil {
+		if errors.Is(err, errPlainOnRequireTLS) {
+			n.logI("NETWORK", 22988, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
+				e.Str("remote", raw.RemoteAddr().String()).Str("err", err.Error())
+			})
+		}
+		_ = raw.Close()
+		return
 	}
 	n.connMu.Lock()
 	n.connTotal++

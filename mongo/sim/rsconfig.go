@@ -22,6 +22,7 @@ type Member struct {
 	SecondaryDelaySecs int64
 	Votes              int
 	NewlyAdded         bool
+	Horizons           bson.D // split horizon: name → host:port, sorted by name
 }
 
 // Voter reports whether the member's vote counts (newlyAdded ones do not).
@@ -156,6 +157,7 @@ func parseMember(d bson.Raw, allowNewlyAdded bool) (Member, error) {
 		return m, cfgErr("%v", err)
 	}
 	haveID, haveHost := false, false
+	var horizons bson.RawValue
 	for _, e := range elems {
 		v := e.Value()
 		switch e.Key() {
@@ -214,6 +216,8 @@ func parseMember(d bson.Raw, allowNewlyAdded bool) (Member, error) {
 				return m, cfgErr("secondaryDelaySecs field value of %v is out of range", v)
 			}
 			m.SecondaryDelaySecs = int64(n)
+		case "horizons":
+			horizons = v
 		case "newlyAdded":
 			if !allowNewlyAdded {
 				return m, cfgErr("Cannot provide newlyAdded field to member config during reconfig.")
@@ -228,6 +232,13 @@ func parseMember(d bson.Raw, allowNewlyAdded bool) (Member, error) {
 	}
 	if !haveHost {
 		return m, cfgErr("BSON field 'MemberConfig.host' is missing but a required field")
+	}
+	if horizons.Type != 0 {
+		h, err := parseHorizons(horizons, m.Host)
+		if err != nil {
+			return m, err
+		}
+		m.Horizons = h
 	}
 	if m.ArbiterOnly && !havePriority {
 		m.Priority = 0
@@ -388,6 +399,9 @@ func (c *RSConfig) Validate() error {
 	if local != 0 && local != n {
 		return cfgErr("Either all host names in a replica set configuration must be localhost references, or none must be; found %d out of %d", local, n)
 	}
+	if err := c.validateHorizons(); err != nil {
+		return err
+	}
 	if arbiters > 1 {
 		return cfgErr("Multiple arbiters are not allowed unless all nodes were started with with --setParameter 'allowMultipleArbiters=true'")
 	}
@@ -431,7 +445,11 @@ func (c *RSConfig) Doc(includeNewlyAdded bool) bson.D {
 		}
 		md := bson.D{{Key: "_id", Value: int32(m.ID)}, {Key: "host", Value: m.Host}, {Key: "arbiterOnly", Value: m.ArbiterOnly},
 			{Key: "buildIndexes", Value: m.BuildIndexes}, {Key: "hidden", Value: m.Hidden}, {Key: "priority", Value: m.Priority},
-			{Key: "tags", Value: tags}, {Key: "secondaryDelaySecs", Value: m.SecondaryDelaySecs}, {Key: "votes", Value: int32(m.Votes)}}
+			{Key: "tags", Value: tags}}
+		if len(m.Horizons) > 0 {
+			md = append(md, bson.E{Key: "horizons", Value: m.Horizons})
+		}
+		md = append(md, bson.E{Key: "secondaryDelaySecs", Value: m.SecondaryDelaySecs}, bson.E{Key: "votes", Value: int32(m.Votes)})
 		if m.NewlyAdded && includeNewlyAdded {
 			md = append(md, bson.E{Key: "newlyAdded", Value: true})
 		}

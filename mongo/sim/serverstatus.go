@@ -51,7 +51,7 @@ func (c *conn) cmdServerStatus(req *Request) (bson.D, error) {
 	}
 	if n.cfg.ReplSet != "" {
 		n.mu.Lock()
-		repl := n.helloReplFieldsLocked(true)
+		repl := n.helloReplFieldsLocked(true, defaultHorizon)
 		repl = append(repl, bson.E{Key: "rbid", Value: n.rbid}, bson.E{Key: "userWriteBlockMode", Value: int32(1)})
 		trunc := n.oplogTruncationStatusLocked()
 		n.mu.Unlock()

@@ -71,7 +71,7 @@ func (n *Node) writeOplog(ops []opSpec, internal bool) (OpTime, error) {
 }
 
 func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
-	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.writable && !internal) {
+	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.canAcceptWritesLocked() && !internal) {
 		return OpTime{}, errNotWritable
 	}
 	if err := n.data.CheckWrites(ops); err != nil {
@@ -167,8 +167,14 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 	applied := parseOpTime(b.Lookup("applied"))
 	from, _ := b.Lookup("from").StringValueOK()
 	wait, _ := b.Lookup("maxWaitMS").AsInt64OK()
+	term, _ := b.Lookup("term").AsInt64OK()
 	deadline := time.Now().Add(time.Duration(wait) * time.Millisecond)
 	n.mu.Lock()
+	if term > n.term {
+		// As mongod's oplog getMore and replSetUpdatePosition do: a fetcher
+		// in a newer term deposes us before its progress is counted.
+		n.updateTermLocked(term, "oplog fetch with higher term from "+from)
+	}
 	if p := n.peers[from]; p != nil {
 		if p.applied.Less(applied) {
 			p.applied = applied
@@ -191,7 +197,7 @@ func (c *conn) cmdOplogFetch(req *Request) (bson.D, error) {
 			return d, nil
 		}
 		if !found {
-			d := bson.D{{Key: "diverged", Value: true}, {Key: "term", Value: n.term}}
+			d := bson.D{{Key: "diverged", Value: true}, {Key: "term", Value: n.term}, {Key: "lastApplied", Value: n.applied.Doc()}}
 			n.mu.Unlock()
 			return d, nil
 		}
@@ -254,6 +260,7 @@ func (n *Node) fetchLoop() {
 			(n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		var src, me string
 		var after OpTime
+		var term int64
 		var wait, callTimeout time.Duration
 		ok = ok || n.rs != nil && n.self >= 0 && (n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
 		if ok {
@@ -263,6 +270,7 @@ func (n *Node) fetchLoop() {
 		if ok {
 			me = n.rs.Members[n.self].Host
 			after = n.applied
+			term = n.term
 			wait = min(max(n.hbInterval(), 100*time.Millisecond), 2*time.Second)
 			callTimeout = min(n.hbTimeout(), max(n.electionTimeout(), time.Second))
 		}
@@ -321,7 +329,7 @@ func (n *Node) fetchLoop() {
 			}
 		}(pc, ch)
 		r, err := pc.run(bson.D{{Key: "_simOplogFetch", Value: int32(1)}, {Key: "after", Value: after.Doc()},
-			{Key: "applied", Value: after.Doc()}, {Key: "from", Value: me}, {Key: "maxWaitMS", Value: wait.Milliseconds()},
+			{Key: "applied", Value: after.Doc()}, {Key: "from", Value: me}, {Key: "term", Value: term}, {Key: "maxWaitMS", Value: wait.Milliseconds()},
 			{Key: "$db", Value: "admin"}}, time.Now().Add(wait+callTimeout))
 		close(callDone)
 		if err != nil {
@@ -335,6 +343,18 @@ func (n *Node) fetchLoop() {
 			continue
 		}
 		if div, _ := r.Lookup("diverged").BooleanOK(); div {
+			n.mu.Lock()
+			ahead := after.Less(parseOpTime(r.Lookup("lastApplied")))
+			if !ahead && n.syncFrom == src {
+				n.syncFrom = "" // a requested source that is behind us is given up
+			}
+			n.mu.Unlock()
+			if !ahead {
+				// As mongod: a source whose oplog is not ahead of ours is no sync
+				// source (a new primary still catching up); never roll back to it.
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
 			n.rollback(pc)
 			continue
 		}
@@ -385,6 +405,7 @@ func (n *Node) applyBatch(r bson.Raw) {
 			n.data.Apply(e)
 			n.metrics.applied(e)
 			n.applied = e.OpTime()
+			n.noteAppliedLocked(e)
 			if n.lastTS.T < e.TS.T || n.lastTS.T == e.TS.T && n.lastTS.I < e.TS.I {
 				n.lastTS = e.TS
 			}
@@ -394,7 +415,7 @@ func (n *Node) applyBatch(r bson.Raw) {
 	n.truncateOplogLocked()
 	n.caughtUpAgainLocked()
 	n.initialSyncAppliedLocked(len(fresh), n.state == StateStartup2 && !more)
-	if (n.state == StateStartup2 || n.state == StateRecovering) && !more {
+	if (n.state == StateStartup2 || n.state == StateRecovering && n.maintTasks == 0) && !more {
 		n.state = StateSecondary
 		n.bumpTopologyLocked()
 		n.logI("REPL", 21358, "Replica set state transition", func(e *zerolog.Event) { e.Str("newState", "SECONDARY") })
@@ -473,6 +494,11 @@ func (n *Node) rollback(pc *peerConn) {
 // primary), skipping sources denylisted as too stale for us.
 func (n *Node) syncSourceLocked() string {
 	now := time.Now()
+	if n.syncFrom != "" {
+		if p := n.peers[n.syncFrom]; p != nil && p.health == 1 && !n.stale.denied(p.host, now) {
+			return n.syncFrom
+		}
+	}
 	if n.primary >= 0 && n.primary != n.self && n.primary < len(n.rs.Members) {
 		if p := n.peers[n.rs.Members[n.primary].Host]; p != nil && p.health != 0 && !n.stale.denied(p.host, now) {
 			return p.host
