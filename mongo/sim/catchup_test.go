@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
 // A new primary behind another reachable secondary catches up from it before
@@ -40,7 +42,7 @@ func TestNewPrimaryCatchesUpFromAMoreAdvancedSecondary(t *testing.T) {
 			thaws = append(thaws, freeze(t, ms[i]))
 		}
 	}
-	coll := ms[p].client(t).Database("test").Collection("c")
+	coll := ms[p].client(t).Database("test").Collection("c", options.Collection().SetWriteConcern(writeconcern.W1()))
 	for id := 1; id <= 5; id++ {
 		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}}); err != nil {
 			t.Fatalf("w:1 insert %d: %v", id, err)
