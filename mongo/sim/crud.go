@@ -187,10 +187,11 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	}
 	for i, u := range ups {
 		q, _ := u.Lookup("q").DocumentOK()
-		uv := u.Lookup("u")
-		spec, ok := uv.DocumentOK()
-		if !ok {
-			writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
+		constants, _ := u.Lookup("c").DocumentOK()
+		apply, err := updater(u.Lookup("u"), constants)
+		if err != nil {
+			code, msg := updateError(err)
+			writeErrors = append(writeErrors, writeErr(i, code, msg))
 			break
 		}
 		multi, _ := u.Lookup("multi").BooleanOK()
@@ -204,9 +205,10 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 		}
 		var ops []opSpec
 		for _, d := range docs {
-			nd, err := ApplyUpdate(d, spec, false)
+			nd, err := apply(d, false)
 			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+				code, msg := updateError(err)
+				writeErrors = append(writeErrors, writeErr(i, code, msg))
 				break
 			}
 			matched++
@@ -223,9 +225,10 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 					base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
 				}
 			}
-			nd, err := ApplyUpdate(mustRaw(base), spec, true)
+			nd, err := apply(mustRaw(base), true)
 			if err != nil {
-				writeErrors = append(writeErrors, writeErr(i, 66, err.Error()))
+				code, msg := updateError(err)
+				writeErrors = append(writeErrors, writeErr(i, code, msg))
 				break
 			}
 			if _, err := nd.LookupErr("_id"); err != nil {
@@ -312,9 +315,14 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	remove, _ := req.Body.Lookup("remove").BooleanOK()
 	returnNew, _ := req.Body.Lookup("new").BooleanOK()
 	upsert, _ := req.Body.Lookup("upsert").BooleanOK()
-	upd, hasUpd := req.Body.Lookup("update").DocumentOK()
-	if !remove && !hasUpd {
+	updV := req.Body.Lookup("update")
+	if !remove && updV.Type == 0 {
 		return nil, cerr(9, "Either an update or remove=true must be specified")
+	}
+	constants, _ := req.Body.Lookup("let").DocumentOK()
+	apply, err := updater(updV, constants)
+	if !remove && err != nil {
+		return nil, err
 	}
 	txn := retryableWrite(req)
 	docs, err := n.matching(&Request{Body: mustRaw(bson.D{})}, db, coll, q)
@@ -335,9 +343,10 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 		op = &opSpec{op: "d", ns: ns, o: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
 		lastErr = bson.D{{Key: "n", Value: int32(1)}}
 	case !remove && before != nil:
-		nd, err := ApplyUpdate(before, upd, false)
+		nd, err := apply(before, false)
 		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
+			code, msg := updateError(err)
+			return nil, cerr(code, "%s", msg)
 		}
 		after = nd
 		op = &opSpec{op: "u", ns: ns, o: nd, o2: mustRaw(bson.D{{Key: "_id", Value: before.Lookup("_id")}}), txn: txn}
@@ -350,9 +359,10 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 				base = append(base, bson.E{Key: f.Key(), Value: f.Value()})
 			}
 		}
-		nd, err := ApplyUpdate(mustRaw(base), upd, true)
+		nd, err := apply(mustRaw(base), true)
 		if err != nil {
-			return nil, cerr(66, "%s", err.Error())
+			code, msg := updateError(err)
+			return nil, cerr(code, "%s", msg)
 		}
 		nd = idFirst(nd)
 		after = nd

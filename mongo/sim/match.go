@@ -56,6 +56,12 @@ func Match(doc, filter bson.Raw) (bool, error) {
 			continue
 		case "$comment":
 			continue
+		case "$expr":
+			m, err := exprMatches(doc, v)
+			if err != nil || !m {
+				return false, err
+			}
+			continue
 		}
 		if strings.HasPrefix(k, "$") {
 			return false, &QueryError{"unknown top level operator: " + k}

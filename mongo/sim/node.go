@@ -436,6 +436,8 @@ var codeNames = map[int32]string{
 	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373",
+	// aggregation
+	15: "Overflow", 168: "InvalidPipelineOperator", 241: "ConversionFailure",
 }
 
 func codeName(c int32) string {

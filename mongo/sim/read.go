@@ -63,7 +63,7 @@ func (n *Node) matching(req *Request, db, coll string, filter bson.Raw) ([]bson.
 	for _, d := range docs {
 		ok, err := Match(d, filter)
 		if err != nil {
-			return nil, cerr(2, "%s", err.Error())
+			return nil, exprError(err)
 		}
 		if ok {
 			out = append(out, d)

@@ -1,0 +1,267 @@
+package sim
+
+import (
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// The stages that fan documents out or join them: $unwind, $lookup, $facet.
+
+func stageUnwind(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	var path, indexField string
+	preserve := false
+	switch spec.Type {
+	case bson.TypeString:
+		path = spec.StringValue()
+	case bson.TypeEmbeddedDocument:
+		els, _ := spec.Document().Elements()
+		for _, e := range els {
+			v := e.Value()
+			switch e.Key() {
+			case "path":
+				s, ok := v.StringValueOK()
+				if !ok {
+					return nil, cerr(28808, "expected a string as the path for $unwind stage, got %s", exprTypeName(v))
+				}
+				path = s
+			case "includeArrayIndex":
+				s, ok := v.StringValueOK()
+				if !ok {
+					return nil, cerr(28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s", exprTypeName(v))
+				}
+				if s == "" {
+					return nil, cerr(28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
+				}
+				if strings.HasPrefix(s, "$") {
+					return nil, cerr(28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
+				}
+				indexField = s
+			case "preserveNullAndEmptyArrays":
+				b, ok := v.BooleanOK()
+				if !ok {
+					return nil, cerr(28809, "expected a boolean for the preserveNullAndEmptyArrays option to $unwind stage, got %s", exprTypeName(v))
+				}
+				preserve = b
+			default:
+				return nil, cerr(28811, "unrecognized option to $unwind stage: %s", e.Key())
+			}
+		}
+		if path == "" {
+			return nil, cerr(28812, "no path specified to $unwind stage")
+		}
+	default:
+		return nil, cerr(15981, "expected either a string or an object as specification for $unwind stage, got %s", exprTypeName(spec))
+	}
+	if !strings.HasPrefix(path, "$") {
+		return nil, cerr(28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
+	}
+	parts := strings.Split(path[1:], ".")
+	for _, part := range parts {
+		if err := checkFieldName(part); err != nil {
+			return nil, err
+		}
+	}
+	var idxPath []string
+	if indexField != "" {
+		idxPath = strings.Split(indexField, ".")
+	}
+	var out []bson.Raw
+	for _, d := range docs {
+		v := lookupPath(d, path[1:]) // through sub-documents only, not arrays
+		el, isArr := arrayElems(v)
+		switch {
+		case isArr && len(el) > 0:
+			for i, e := range el {
+				nd := setRaw(d, parts, e)
+				if idxPath != nil {
+					nd = setRaw(nd, idxPath, val(int64(i)))
+				}
+				out = append(out, nd)
+			}
+		case isArr || nullish(v):
+			if preserve {
+				nd := d
+				if isArr {
+					nd = setRaw(d, parts, missing)
+				}
+				if idxPath != nil {
+					nd = setRaw(nd, idxPath, nullValue)
+				}
+				out = append(out, nd)
+			}
+		default: // a scalar unwinds to itself
+			nd := d
+			if idxPath != nil {
+				nd = setRaw(nd, idxPath, nullValue)
+			}
+			out = append(out, nd)
+		}
+	}
+	return out, nil
+}
+
+func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	s, ok := spec.DocumentOK()
+	if !ok {
+		return nil, cerr(40319, "the $lookup stage specification must be an object, but found %s", exprTypeName(spec))
+	}
+	var from, as, local, foreign string
+	var letDoc bson.Raw
+	var sub []bson.RawValue
+	hasPipeline := false
+	els, _ := s.Elements()
+	for _, e := range els {
+		v := e.Value()
+		if e.Key() == "let" || e.Key() == "pipeline" || e.Key() == "from" {
+			switch e.Key() {
+			case "let":
+				d, ok := v.DocumentOK()
+				if !ok {
+					return nil, cerr(codeFailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v.String(), exprTypeName(v))
+				}
+				letDoc = d
+			case "pipeline":
+				arr, ok := arrayElems(v)
+				if !ok {
+					return nil, cerr(codeFailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", exprTypeName(v))
+				}
+				sub, hasPipeline = arr, true
+			case "from":
+				str, ok := v.StringValueOK()
+				if !ok {
+					return nil, cerr(codeFailedToParse, "$lookup 'from' field must be a string, but found %s", exprTypeName(v))
+				}
+				from = str
+			}
+			continue
+		}
+		str, ok := v.StringValueOK()
+		if !ok {
+			return nil, cerr(4570, "arguments to $lookup must be strings, %s: %s is type %s", e.Key(), v.String(), exprTypeName(v))
+		}
+		switch e.Key() {
+		case "as":
+			as = str
+		case "localField":
+			local = str
+		case "foreignField":
+			foreign = str
+		default:
+			return nil, cerr(codeFailedToParse, "unknown argument to $lookup: %s", e.Key())
+		}
+	}
+	switch {
+	case as == "":
+		return nil, cerr(codeFailedToParse, "must specify 'as' field for a $lookup")
+	case !hasPipeline && (local == "" || foreign == ""):
+		return nil, cerr(codeFailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	case (local == "") != (foreign == ""):
+		return nil, cerr(codeFailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
+	case from == "" && (!hasPipeline || firstKey(sub) != "$documents"):
+		return nil, cerr(codeFailedToParse, "must specify 'from' field for a $lookup")
+	case letDoc != nil && !hasPipeline:
+		return nil, cerr(codeFailedToParse, "$lookup with 'let' must also specify 'pipeline'")
+	}
+	if err := checkStageSpecs(sub, false); err != nil {
+		return nil, err
+	}
+	var foreignDocs []bson.Raw
+	if from != "" {
+		var err error
+		if foreignDocs, err = p.c.n.matching(p.req, p.db, from, nil); err != nil {
+			return nil, err
+		}
+	}
+	asPath := strings.Split(as, ".")
+	out := make([]bson.Raw, len(docs))
+	for i, d := range docs {
+		matched := foreignDocs
+		if local != "" {
+			lv := lookupPath(d, local)
+			if lv.Type == 0 {
+				lv = nullValue
+			}
+			keys := []bson.RawValue{lv}
+			if el, ok := arrayElems(lv); ok {
+				keys = el
+			}
+			in := mustRaw(bson.D{{Key: foreign, Value: bson.D{{Key: "$in", Value: arrayValue(keys)}}}})
+			matched = nil
+			for _, f := range foreignDocs {
+				ok, err := Match(f, in)
+				if err != nil {
+					return nil, exprError(err)
+				}
+				if ok {
+					matched = append(matched, f)
+				}
+			}
+		}
+		if hasPipeline {
+			inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: from, now: p.now, let: map[string]bson.RawValue{}}
+			for k, v := range p.let {
+				inner.let[k] = v
+			}
+			if letDoc != nil {
+				vars, err := evalLet(p.ctx(d), letDoc)
+				if err != nil {
+					return nil, err
+				}
+				for k, v := range vars {
+					inner.let[k] = v
+				}
+			}
+			var err error
+			if matched, err = inner.run(append([]bson.Raw(nil), matched...), sub); err != nil {
+				return nil, err
+			}
+		}
+		arr := make([]bson.RawValue, len(matched))
+		for j, m := range matched {
+			arr[j] = docValue(m)
+		}
+		out[i] = setRaw(d, asPath, arrayValue(arr))
+	}
+	return out, nil
+}
+
+// codeFailedToParse is mongod's FailedToParse.
+const codeFailedToParse = 9
+
+func stageFacet(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	s, ok := spec.DocumentOK()
+	if !ok {
+		return nil, cerr(15947, "the $facet specification must be a non-empty object")
+	}
+	els, _ := s.Elements()
+	if len(els) == 0 {
+		return nil, cerr(40169, "the $facet specification must be a non-empty object")
+	}
+	out := bson.D{}
+	for _, e := range els {
+		if err := checkFieldName(e.Key()); err != nil {
+			return nil, err
+		}
+		sub, ok := arrayElems(e.Value())
+		if !ok {
+			return nil, cerr(40170, "arguments to $facet must be arrays, %s is type %s", e.Key(), exprTypeName(e.Value()))
+		}
+		for _, st := range sub {
+			switch firstKey([]bson.RawValue{st}) {
+			case "$facet", "$collStats", "$documents", "$out", "$merge":
+				return nil, cerr(40600, "%s is not allowed to be used within a $facet stage", firstKey([]bson.RawValue{st}))
+			}
+		}
+		res, err := p.run(append([]bson.Raw(nil), docs...), sub)
+		if err != nil {
+			return nil, err
+		}
+		arr := make([]bson.RawValue, len(res))
+		for j, r := range res {
+			arr[j] = docValue(r)
+		}
+		out = append(out, bson.E{Key: e.Key(), Value: arrayValue(arr)})
+	}
+	return []bson.Raw{mustRaw(out)}, nil
+}

@@ -1,0 +1,360 @@
+package sim
+
+import (
+	"regexp"
+	"strings"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// String expressions. $regexMatch uses Go's RE2, which lacks PCRE's
+// backreferences and lookaround.
+
+func init() {
+	exprOps["$concat"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args("$concat", arg, 0, -1)
+		if err != nil {
+			return missing, err
+		}
+		var b strings.Builder
+		for _, v := range a {
+			if nullish(v) {
+				return nullValue, nil
+			}
+			s, ok := v.StringValueOK()
+			if !ok {
+				return missing, cerr(16702, "$concat only supports strings, not %s", exprTypeName(v))
+			}
+			b.WriteString(s)
+		}
+		return val(b.String()), nil
+	}
+	exprOps["$toUpper"] = caseOp("$toUpper", strings.ToUpper)
+	exprOps["$toLower"] = caseOp("$toLower", strings.ToLower)
+	exprOps["$substr"] = opSubstrBytes("$substr")
+	exprOps["$substrBytes"] = opSubstrBytes("$substrBytes")
+	exprOps["$substrCP"] = opSubstrCP
+	exprOps["$strLenCP"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args("$strLenCP", arg, 1, 1)
+		if err != nil {
+			return missing, err
+		}
+		s, ok := a[0].StringValueOK()
+		if !ok {
+			return missing, cerr(34471, "$strLenCP requires a string argument, found: %s", exprTypeName(a[0]))
+		}
+		return val(int32(utf8.RuneCountInString(s))), nil
+	}
+	exprOps["$strLenBytes"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args("$strLenBytes", arg, 1, 1)
+		if err != nil {
+			return missing, err
+		}
+		s, ok := a[0].StringValueOK()
+		if !ok {
+			return missing, cerr(34473, "$strLenBytes requires a string argument, found: %s", exprTypeName(a[0]))
+		}
+		return val(int32(len(s))), nil
+	}
+	exprOps["$split"] = opSplit
+	exprOps["$trim"] = trimOp("$trim", strings.Trim)
+	exprOps["$ltrim"] = trimOp("$ltrim", strings.TrimLeft)
+	exprOps["$rtrim"] = trimOp("$rtrim", strings.TrimRight)
+	exprOps["$indexOfCP"] = opIndexOfCP
+	exprOps["$regexMatch"] = opRegexMatch
+}
+
+// stringOf is $toUpper's and $substr's coercion: null → "", numbers and dates as text.
+func stringOf(name string, v bson.RawValue) (string, error) {
+	switch {
+	case nullish(v):
+		return "", nil
+	case v.Type == bson.TypeString:
+		return v.StringValue(), nil
+	case isNumber(v), v.Type == bson.TypeDateTime, v.Type == bson.TypeTimestamp:
+		s, err := convertTo(v, "string")
+		if err != nil {
+			return "", err
+		}
+		return s.StringValue(), nil
+	}
+	return "", cerr(16007, "can't convert from BSON type %s to String", exprTypeName(v))
+}
+
+func caseOp(name string, f func(string) string) exprOp {
+	return func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args(name, arg, 1, 1)
+		if err != nil {
+			return missing, err
+		}
+		s, err := stringOf(name, a[0])
+		if err != nil {
+			return missing, err
+		}
+		// mongod changes ASCII letters only
+		out := []byte(s)
+		for i, c := range out {
+			if c < 0x80 {
+				out[i] = f(string(c))[0]
+			}
+		}
+		return val(string(out)), nil
+	}
+}
+
+func intArg(v bson.RawValue) (int64, bool) {
+	if f, ok := v.DoubleOK(); ok {
+		return int64(f), true
+	}
+	return v.AsInt64OK()
+}
+
+func opSubstrBytes(name string) exprOp {
+	return func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args(name, arg, 3, 3)
+		if err != nil {
+			return missing, err
+		}
+		s, err := stringOf(name, a[0])
+		if err != nil {
+			return missing, err
+		}
+		start, ok := intArg(a[1])
+		if !ok {
+			return missing, cerr(16034, "%s: starting index must be a numeric type (is BSON type %s)", name, exprTypeName(a[1]))
+		}
+		length, ok := intArg(a[2])
+		if !ok {
+			return missing, cerr(16035, "%s: length must be a numeric type (is BSON type %s)", name, exprTypeName(a[2]))
+		}
+		if start < 0 || start >= int64(len(s)) {
+			return val(""), nil
+		}
+		end := int64(len(s))
+		if length >= 0 && start+length < end {
+			end = start + length
+		}
+		if !utf8.RuneStart(s[start]) || end < int64(len(s)) && !utf8.RuneStart(s[end]) {
+			return missing, cerr(28656, "%s:  Invalid range, starting index is a UTF-8 continuation byte.", name)
+		}
+		return val(s[start:end]), nil
+	}
+}
+
+func opSubstrCP(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+	a, err := x.args("$substrCP", arg, 3, 3)
+	if err != nil {
+		return missing, err
+	}
+	s, err := stringOf("$substrCP", a[0])
+	if err != nil {
+		return missing, err
+	}
+	if !isNumber(a[1]) {
+		return missing, cerr(34450, "$substrCP: starting index must be a numeric type (is BSON type %s)", exprTypeName(a[1]))
+	}
+	if !isNumber(a[2]) {
+		return missing, cerr(34452, "$substrCP: length must be a numeric type (is BSON type %s)", exprTypeName(a[2]))
+	}
+	start, length := toNum(a[1]), toNum(a[2])
+	if start.kind == 2 && start.f != float64(int64(start.f)) {
+		return missing, cerr(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value: %s", a[1].String())
+	}
+	if length.kind == 2 && length.f != float64(int64(length.f)) {
+		return missing, cerr(34453, "$substrCP: length cannot be represented as a 32-bit integral value: %s", a[2].String())
+	}
+	st, ln := int64(start.float()), int64(length.float())
+	if st < 0 {
+		return missing, cerr(34455, "$substrCP: the starting index must be nonnegative integer.")
+	}
+	if ln < 0 {
+		return missing, cerr(34454, "$substrCP: length must be a nonnegative integer.")
+	}
+	r := []rune(s)
+	if st >= int64(len(r)) {
+		return val(""), nil
+	}
+	end := min(st+ln, int64(len(r)))
+	return val(string(r[st:end])), nil
+}
+
+func opSplit(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+	a, err := x.args("$split", arg, 2, 2)
+	if err != nil {
+		return missing, err
+	}
+	if nullish(a[0]) || nullish(a[1]) {
+		return nullValue, nil
+	}
+	s, ok := a[0].StringValueOK()
+	if !ok {
+		return missing, cerr(40085, "$split requires an expression that evaluates to a string as a first argument, found: %s", exprTypeName(a[0]))
+	}
+	sep, ok := a[1].StringValueOK()
+	if !ok {
+		return missing, cerr(40086, "$split requires an expression that evaluates to a string as a second argument, found: %s", exprTypeName(a[1]))
+	}
+	if sep == "" {
+		return missing, cerr(40087, "$split requires a non-empty separator")
+	}
+	var out []bson.RawValue
+	for _, p := range strings.Split(s, sep) {
+		out = append(out, val(p))
+	}
+	return arrayValue(out), nil
+}
+
+// mongod's default $trim characters: the whitespace of the manual's list.
+const trimSpace = "\u0000\u0020\u0009\u000A\u000B\u000C\u000D\u00A0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200A"
+
+func trimOp(name string, f func(string, string) string) exprOp {
+	return func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		m, err := namedArgs(name, arg, 50696, []string{"input", "chars"}, "input")
+		if err != nil {
+			if _, ok := arg.DocumentOK(); !ok {
+				return missing, cerr(50696, "%s only supports an object as an argument, found: %s", name, exprTypeName(arg))
+			}
+			return missing, err
+		}
+		in, err := x.eval(m["input"])
+		if err != nil {
+			return missing, err
+		}
+		chars := trimSpace
+		if ce, ok := m["chars"]; ok {
+			cv, err := x.eval(ce)
+			if err != nil {
+				return missing, err
+			}
+			if nullish(cv) {
+				return nullValue, nil
+			}
+			c, ok := cv.StringValueOK()
+			if !ok {
+				return missing, cerr(50700, "%s requires 'chars' to be a string, found: %s", name, exprTypeName(cv))
+			}
+			chars = c
+		}
+		if nullish(in) {
+			return nullValue, nil
+		}
+		s, ok := in.StringValueOK()
+		if !ok {
+			return missing, cerr(50699, "%s requires its input to be a string, got %s (of type %s) instead.", name, in.String(), exprTypeName(in))
+		}
+		return val(f(s, chars)), nil
+	}
+}
+
+func opIndexOfCP(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+	a, err := x.args("$indexOfCP", arg, 2, 4)
+	if err != nil {
+		return missing, err
+	}
+	if nullish(a[0]) {
+		return nullValue, nil
+	}
+	s, ok := a[0].StringValueOK()
+	if !ok {
+		return missing, cerr(40093, "$indexOfCP requires a string as the first argument, found: %s", exprTypeName(a[0]))
+	}
+	sub, ok := a[1].StringValueOK()
+	if !ok {
+		return missing, cerr(40094, "$indexOfCP requires a string as the second argument, found: %s", exprTypeName(a[1]))
+	}
+	r := []rune(s)
+	start, end := int64(0), int64(len(r))
+	for i, v := range a[2:] {
+		n, ok := v.AsInt64OK()
+		if f, isF := v.DoubleOK(); isF && f == float64(int64(f)) {
+			n, ok = int64(f), true
+		}
+		if !ok {
+			return missing, cerr(40096, "$indexOfCP requires an integral starting index, found a value of type: %s, with value: %s", exprTypeName(v), v.String())
+		}
+		if n < 0 {
+			return missing, cerr(40097, "$indexOfCP requires a nonnegative start index, found: %d", n)
+		}
+		if i == 0 {
+			start = n
+		} else {
+			end = min(n, end)
+		}
+	}
+	sr := []rune(sub)
+	for i := start; i+int64(len(sr)) <= end; i++ {
+		if string(r[i:i+int64(len(sr))]) == sub {
+			return val(int32(i)), nil
+		}
+	}
+	return val(int32(-1)), nil
+}
+
+func opRegexMatch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+	if _, ok := arg.DocumentOK(); !ok {
+		return missing, cerr(51103, "$regexMatch expects an object of named arguments but found: %s", exprTypeName(arg))
+	}
+	m, err := namedArgs("$regexMatch", arg, 31024, []string{"input", "regex", "options"}, "input", "regex")
+	if err != nil {
+		return missing, err
+	}
+	in, err := x.eval(m["input"])
+	if err != nil {
+		return missing, err
+	}
+	re, err := x.eval(m["regex"])
+	if err != nil {
+		return missing, err
+	}
+	var opts bson.RawValue
+	if o, ok := m["options"]; ok {
+		if opts, err = x.eval(o); err != nil {
+			return missing, err
+		}
+	}
+	var pattern, flags string
+	switch {
+	case nullish(re):
+		return val(false), nil
+	case re.Type == bson.TypeString:
+		pattern = re.StringValue()
+	case re.Type == bson.TypeRegex:
+		pattern, flags = re.Regex()
+	default:
+		return missing, cerr(51105, "$regexMatch needs 'regex' to be of type string or regex")
+	}
+	if o, ok := opts.StringValueOK(); ok {
+		if flags != "" && o != "" {
+			return missing, cerr(51107, "$regexMatch: regex option(s) specified in both 'regex' and 'option' fields")
+		}
+		flags += o
+	} else if !nullish(opts) {
+		return missing, cerr(51106, "$regexMatch needs 'options' to be of type string")
+	}
+	if nullish(in) {
+		return val(false), nil
+	}
+	s, ok := in.StringValueOK()
+	if !ok {
+		return missing, cerr(51104, "$regexMatch needs 'input' to be of type string")
+	}
+	prefix := ""
+	for _, f := range flags {
+		switch f {
+		case 'i', 'm', 's':
+			prefix += string(f)
+		case 'x', 'u':
+		default:
+			return missing, cerr(51108, "$regexMatch invalid flag in regex options: %c", f)
+		}
+	}
+	if prefix != "" {
+		pattern = "(?" + prefix + ")" + pattern
+	}
+	r, err := regexp.Compile(pattern)
+	if err != nil {
+		return missing, cerr(51111, "Invalid Regex in $regexMatch: %v", err)
+	}
+	return val(r.MatchString(s)), nil
+}

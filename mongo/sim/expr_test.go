@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// evalJSON evaluates the expression e (extended JSON) on doc and returns
+// {"v": result} as relaxed extended JSON, or "ERR <code>".
+func evalJSON(t *testing.T, e, doc string) string {
+	t.Helper()
+	var wrap, d bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(`{"e": `+e+`}`), false, &wrap); err != nil {
+		t.Fatalf("%s: %v", e, err)
+	}
+	if err := bson.UnmarshalExtJSON([]byte(doc), false, &d); err != nil {
+		t.Fatalf("%s: %v", doc, err)
+	}
+	v, err := newEvalCtx(d, time.UnixMilli(0), nil).eval(wrap.Lookup("e"))
+	if err != nil {
+		ce, ok := err.(*CmdError)
+		if !ok {
+			t.Fatalf("%s: non-command error %v", e, err)
+		}
+		return "ERR " + codeName(ce.Code)
+	}
+	out := bson.D{}
+	if v.Type != 0 {
+		out = bson.D{{Key: "v", Value: v}}
+	}
+	j, err := bson.MarshalExtJSON(out, true, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(j)
+}
+
+func TestExprEvaluator(t *testing.T) {
+	for _, c := range []struct{ expr, doc, want string }{
+		// field paths and variables
+		{`"$a.b"`, `{"a": {"b": 5}}`, `{"v":{"$numberInt":"5"}}`},
+		{`"$a.b"`, `{"a": [{"b": 1}, {"c": 2}, 7, {"b": 3}]}`, `{"v":[{"$numberInt":"1"},{"$numberInt":"3"}]}`},
+		{`"$a.b"`, `{"a": [[{"b": 1}]]}`, `{"v":[[{"$numberInt":"1"}]]}`},
+		{`"$nope"`, `{}`, `{}`},
+		{`"$$ROOT.a"`, `{"a": "x"}`, `{"v":"x"}`},
+		{`"$$CURRENT"`, `{"a": 1}`, `{"v":{"a":{"$numberInt":"1"}}}`},
+		{`"$$REMOVE"`, `{}`, `{}`},
+		{`"$$NOW"`, `{}`, `{"v":{"$date":{"$numberLong":"0"}}}`},
+		{`"$$nope"`, `{}`, `ERR Location17276`},
+		{`"$"`, `{}`, `ERR Location16872`},
+		{`{"$let": {"vars": {"x": 2, "y": "$a"}, "in": {"$multiply": ["$$x", "$$y"]}}}`, `{"a": 3}`, `{"v":{"$numberInt":"6"}}`},
+		{`{"$let": {"vars": {"X": 1}, "in": 1}}`, `{}`, `ERR Location16867`},
+		{`{"$literal": "$a"}`, `{"a": 1}`, `{"v":"$a"}`},
+		{`{"$foo": 1}`, `{}`, `ERR InvalidPipelineOperator`},
+		{`{"$add": 1, "$sub": 2}`, `{}`, `ERR Location15983`},
+		{`{"a": "$x", "b": "$missing"}`, `{"x": 1}`, `{"v":{"a":{"$numberInt":"1"}}}`},
+		{`["$missing", 1]`, `{}`, `{"v":[null,{"$numberInt":"1"}]}`},
+		// arithmetic and promotion
+		{`{"$add": [1, 2]}`, `{}`, `{"v":{"$numberInt":"3"}}`},
+		{`{"$add": [2147483647, 1]}`, `{}`, `{"v":{"$numberLong":"2147483648"}}`},
+		{`{"$add": [{"$numberLong": "9223372036854775807"}, 1]}`, `{}`, `{"v":{"$numberDouble":"9.223372036854776E+18"}}`},
+		{`{"$add": [1, 2.5]}`, `{}`, `{"v":{"$numberDouble":"3.5"}}`},
+		{`{"$add": ["$d", 1000]}`, `{"d": {"$date": {"$numberLong": "0"}}}`, `{"v":{"$date":{"$numberLong":"1000"}}}`},
+		{`{"$add": ["$d", "$d"]}`, `{"d": {"$date": {"$numberLong": "0"}}}`, `ERR Location16612`},
+		{`{"$add": [1, null]}`, `{}`, `{"v":null}`},
+		{`{"$add": [1, "x"]}`, `{}`, `ERR TypeMismatch`},
+		{`{"$subtract": ["$d", "$e"]}`, `{"d": {"$date": {"$numberLong": "5000"}}, "e": {"$date": {"$numberLong": "1000"}}}`, `{"v":{"$numberLong":"4000"}}`},
+		{`{"$subtract": [10, 2.5]}`, `{}`, `{"v":{"$numberDouble":"7.5"}}`},
+		{`{"$multiply": [65536, 65536]}`, `{}`, `{"v":{"$numberLong":"4294967296"}}`},
+		{`{"$multiply": ["a", 2]}`, `{}`, `ERR TypeMismatch`},
+		{`{"$divide": [7, 2]}`, `{}`, `{"v":{"$numberDouble":"3.5"}}`},
+		{`{"$divide": [1, 0]}`, `{}`, `ERR BadValue`},
+		{`{"$mod": [7, 3]}`, `{}`, `{"v":{"$numberInt":"1"}}`},
+		{`{"$mod": [7.5, 2]}`, `{}`, `{"v":{"$numberDouble":"1.5"}}`},
+		{`{"$abs": -5}`, `{}`, `{"v":{"$numberInt":"5"}}`},
+		{`{"$abs": "x"}`, `{}`, `ERR Location28765`},
+		{`{"$ceil": 1.2}`, `{}`, `{"v":{"$numberDouble":"2.0"}}`},
+		{`{"$floor": -1.2}`, `{}`, `{"v":{"$numberDouble":"-2.0"}}`},
+		{`{"$round": [2.5, 0]}`, `{}`, `{"v":{"$numberDouble":"2.0"}}`},
+		{`{"$round": [1234, -2]}`, `{}`, `{"v":{"$numberInt":"1200"}}`},
+		{`{"$trunc": [1.789, 1]}`, `{}`, `{"v":{"$numberDouble":"1.7"}}`},
+		{`{"$pow": [2, 10]}`, `{}`, `{"v":{"$numberInt":"1024"}}`},
+		{`{"$pow": [2, -1]}`, `{}`, `{"v":{"$numberDouble":"0.5"}}`},
+		{`{"$pow": [0, -1]}`, `{}`, `ERR Location28764`},
+		{`{"$sqrt": 16}`, `{}`, `{"v":{"$numberDouble":"4.0"}}`},
+		{`{"$sqrt": -1}`, `{}`, `ERR Location28714`},
+		{`{"$abs": [1, 2]}`, `{}`, `ERR Location16020`},
+		// comparison, boolean, conditional
+		{`{"$eq": ["$a", 5]}`, `{"a": 5.0}`, `{"v":true}`},
+		{`{"$eq": ["$missing", null]}`, `{}`, `{"v":false}`},
+		{`{"$lt": ["$missing", null]}`, `{}`, `{"v":true}`},
+		{`{"$gt": ["a", 1]}`, `{}`, `{"v":true}`},
+		{`{"$cmp": [1, 2]}`, `{}`, `{"v":{"$numberInt":"-1"}}`},
+		{`{"$and": [1, "x", []]}`, `{}`, `{"v":true}`},
+		{`{"$and": [1, 0]}`, `{}`, `{"v":false}`},
+		{`{"$or": [null, "$missing"]}`, `{}`, `{"v":false}`},
+		{`{"$not": [0]}`, `{}`, `{"v":true}`},
+		{`{"$cond": [{"$gt": ["$a", 1]}, "big", "small"]}`, `{"a": 2}`, `{"v":"big"}`},
+		{`{"$cond": {"if": false, "then": 1, "else": 2}}`, `{}`, `{"v":{"$numberInt":"2"}}`},
+		{`{"$cond": {"if": false, "then": 1}}`, `{}`, `ERR Location17082`},
+		{`{"$ifNull": ["$a", "$b", "d"]}`, `{"b": 2}`, `{"v":{"$numberInt":"2"}}`},
+		{`{"$switch": {"branches": [{"case": false, "then": 1}, {"case": true, "then": 2}]}}`, `{}`, `{"v":{"$numberInt":"2"}}`},
+		{`{"$switch": {"branches": [{"case": false, "then": 1}]}}`, `{}`, `ERR Location40066`},
+		// strings
+		{`{"$concat": ["a", "b"]}`, `{}`, `{"v":"ab"}`},
+		{`{"$concat": ["a", 1]}`, `{}`, `ERR Location16702`},
+		{`{"$concat": ["a", null]}`, `{}`, `{"v":null}`},
+		{`{"$toUpper": "abé"}`, `{}`, `{"v":"ABé"}`},
+		{`{"$toLower": null}`, `{}`, `{"v":""}`},
+		{`{"$substr": ["hello", 1, 3]}`, `{}`, `{"v":"ell"}`},
+		{`{"$substrCP": ["héllo", 1, 2]}`, `{}`, `{"v":"él"}`},
+		{`{"$strLenCP": "héllo"}`, `{}`, `{"v":{"$numberInt":"5"}}`},
+		{`{"$strLenCP": 1}`, `{}`, `ERR Location34471`},
+		{`{"$split": ["a,b,c", ","]}`, `{}`, `{"v":["a","b","c"]}`},
+		{`{"$split": ["a", ""]}`, `{}`, `ERR Location40087`},
+		{`{"$trim": {"input": "  x  "}}`, `{}`, `{"v":"x"}`},
+		{`{"$trim": {"input": "xxaxx", "chars": "x"}}`, `{}`, `{"v":"a"}`},
+		{`{"$indexOfCP": ["hello", "l"]}`, `{}`, `{"v":{"$numberInt":"2"}}`},
+		{`{"$indexOfCP": ["hello", "z"]}`, `{}`, `{"v":{"$numberInt":"-1"}}`},
+		{`{"$regexMatch": {"input": "Hello", "regex": "^h", "options": "i"}}`, `{}`, `{"v":true}`},
+		{`{"$regexMatch": {"input": 1, "regex": "a"}}`, `{}`, `ERR Location51104`},
+		// arrays
+		{`{"$size": [[1, 2, 3]]}`, `{}`, `{"v":{"$numberInt":"3"}}`},
+		{`{"$size": "$missing"}`, `{}`, `ERR Location17124`},
+		{`{"$arrayElemAt": [[1, 2, 3], -1]}`, `{}`, `{"v":{"$numberInt":"3"}}`},
+		{`{"$arrayElemAt": [[1, 2, 3], 5]}`, `{}`, `{}`},
+		{`{"$arrayElemAt": ["x", 0]}`, `{}`, `ERR Location28689`},
+		{`{"$first": [[4, 5]]}`, `{}`, `{"v":{"$numberInt":"4"}}`},
+		{`{"$last": [[4, 5]]}`, `{}`, `{"v":{"$numberInt":"5"}}`},
+		{`{"$in": [2, [1, 2]]}`, `{}`, `{"v":true}`},
+		{`{"$in": [2, "x"]}`, `{}`, `ERR Location40081`},
+		{`{"$filter": {"input": [1, 2, 3, 4], "as": "n", "cond": {"$gt": ["$$n", 2]}}}`, `{}`, `{"v":[{"$numberInt":"3"},{"$numberInt":"4"}]}`},
+		{`{"$filter": {"input": "x", "cond": true}}`, `{}`, `ERR Location28651`},
+		{`{"$map": {"input": [1, 2], "in": {"$add": ["$$this", 1]}}}`, `{}`, `{"v":[{"$numberInt":"2"},{"$numberInt":"3"}]}`},
+		{`{"$reduce": {"input": [1, 2, 3], "initialValue": 0, "in": {"$add": ["$$value", "$$this"]}}}`, `{}`, `{"v":{"$numberInt":"6"}}`},
+		{`{"$concatArrays": [[1], [2, 3]]}`, `{}`, `{"v":[{"$numberInt":"1"},{"$numberInt":"2"},{"$numberInt":"3"}]}`},
+		{`{"$concatArrays": [[1], 2]}`, `{}`, `ERR Location28664`},
+		{`{"$slice": [[1, 2, 3, 4], -2]}`, `{}`, `{"v":[{"$numberInt":"3"},{"$numberInt":"4"}]}`},
+		{`{"$slice": [[1, 2, 3, 4], 1, 2]}`, `{}`, `{"v":[{"$numberInt":"2"},{"$numberInt":"3"}]}`},
+		{`{"$isArray": [[1]]}`, `{}`, `{"v":true}`},
+		{`{"$reverseArray": [[1, 2]]}`, `{}`, `{"v":[{"$numberInt":"2"},{"$numberInt":"1"}]}`},
+		{`{"$range": [0, 10, 4]}`, `{}`, `{"v":[{"$numberInt":"0"},{"$numberInt":"4"},{"$numberInt":"8"}]}`},
+		// types
+		{`{"$type": "$missing"}`, `{}`, `{"v":"missing"}`},
+		{`{"$type": 1}`, `{}`, `{"v":"int"}`},
+		{`{"$toString": 1.5}`, `{}`, `{"v":"1.5"}`},
+		{`{"$toString": "$d"}`, `{"d": {"$date": {"$numberLong": "1500"}}}`, `{"v":"1970-01-01T00:00:01.500Z"}`},
+		{`{"$toInt": "42"}`, `{}`, `{"v":{"$numberInt":"42"}}`},
+		{`{"$toInt": 4.9}`, `{}`, `{"v":{"$numberInt":"4"}}`},
+		{`{"$toInt": "x"}`, `{}`, `ERR ConversionFailure`},
+		{`{"$toLong": true}`, `{}`, `{"v":{"$numberLong":"1"}}`},
+		{`{"$toDouble": "2.5"}`, `{}`, `{"v":{"$numberDouble":"2.5"}}`},
+		{`{"$toBool": ""}`, `{}`, `{"v":true}`},
+		{`{"$toBool": 0}`, `{}`, `{"v":false}`},
+		{`{"$convert": {"input": "x", "to": "int", "onError": -1}}`, `{}`, `{"v":{"$numberInt":"-1"}}`},
+		{`{"$convert": {"input": null, "to": "int", "onNull": 0}}`, `{}`, `{"v":{"$numberInt":"0"}}`},
+		{`{"$convert": {"input": "5", "to": 16}}`, `{}`, `{"v":{"$numberInt":"5"}}`},
+		// objects
+		{`{"$mergeObjects": [{"a": 1}, null, {"b": 2, "a": 3}]}`, `{}`, `{"v":{"a":{"$numberInt":"3"},"b":{"$numberInt":"2"}}}`},
+		{`{"$mergeObjects": [{"a": 1}, 2]}`, `{}`, `ERR Location40400`},
+		{`{"$objectToArray": {"a": 1}}`, `{}`, `{"v":[{"k":"a","v":{"$numberInt":"1"}}]}`},
+		{`{"$arrayToObject": [[["a", 1], ["b", 2]]]}`, `{}`, `{"v":{"a":{"$numberInt":"1"},"b":{"$numberInt":"2"}}}`},
+		{`{"$arrayToObject": [[{"k": "a", "v": 1}]]}`, `{}`, `{"v":{"a":{"$numberInt":"1"}}}`},
+		{`{"$getField": "a.b"}`, `{"a.b": 7}`, `{"v":{"$numberInt":"7"}}`},
+		{`{"$getField": {"field": "x", "input": {"x": 1}}}`, `{}`, `{"v":{"$numberInt":"1"}}`},
+		// dates
+		{`{"$year": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"2024"}}`},
+		{`{"$month": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"3"}}`},
+		{`{"$dayOfMonth": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"5"}}`},
+		{`{"$hour": {"date": "$d", "timezone": "+02:00"}}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"8"}}`},
+		{`{"$minute": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"7"}}`},
+		{`{"$second": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"8"}}`},
+		{`{"$year": "x"}`, `{}`, `ERR Location16006`},
+		{`{"$dateToString": {"date": "$d"}}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":"2024-03-05T06:07:08.009Z"}`},
+		{`{"$dateToString": {"date": "$d", "format": "%Y/%m/%d %j"}}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":"2024/03/05 065"}`},
+		{`{"$dateToString": {"date": "$x", "onNull": "none"}}`, `{}`, `{"v":"none"}`},
+	} {
+		if got := evalJSON(t, c.expr, c.doc); got != c.want {
+			t.Errorf("%s on %s:\n got %s\nwant %s", c.expr, c.doc, got, c.want)
+		}
+	}
+}

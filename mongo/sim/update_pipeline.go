@@ -1,0 +1,87 @@
+package sim
+
+import (
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Updates with an aggregation pipeline (u: [{$set: ...}, {$unset: ...}]).
+
+// updateStages are the stages mongod allows in an update pipeline.
+var updateStages = map[string]bool{"$addFields": true, "$set": true, "$project": true, "$unset": true,
+	"$replaceRoot": true, "$replaceWith": true}
+
+// updater returns the function that computes an updated document from an
+// update's u (operators or replacement document, or a pipeline) and its
+// constants c (the pipeline's variables).
+func updater(u bson.RawValue, constants bson.Raw) (func(doc bson.Raw, inserting bool) (bson.Raw, error), error) {
+	if spec, ok := u.DocumentOK(); ok {
+		return func(doc bson.Raw, inserting bool) (bson.Raw, error) { return ApplyUpdate(doc, spec, inserting) }, nil
+	}
+	specs, ok := arrayElems(u)
+	if !ok {
+		return nil, cerr(14, "Update argument must be either an object or an array")
+	}
+	for _, s := range specs {
+		d, ok := s.DocumentOK()
+		if !ok {
+			return nil, cerr(14, "Each element of the 'pipeline' array must be an object")
+		}
+		els, _ := d.Elements()
+		if len(els) != 1 {
+			return nil, cerr(40323, "A pipeline stage specification object must contain exactly one field.")
+		}
+		if _, known := stages[els[0].Key()]; !known {
+			return nil, cerr(40324, "Unrecognized pipeline stage name: '%s'", els[0].Key())
+		}
+		if !updateStages[els[0].Key()] {
+			return nil, cerr(72, "%s is not allowed to be used within an update", els[0].Key())
+		}
+	}
+	var let map[string]bson.RawValue
+	if constants != nil {
+		var err error
+		if let, err = evalLet(newEvalCtx(emptyDoc, time.Now(), nil), constants); err != nil {
+			return nil, err
+		}
+	}
+	return func(doc bson.Raw, _ bool) (bson.Raw, error) { return applyPipelineUpdate(doc, specs, let) }, nil
+}
+
+// applyPipelineUpdate runs the stages on one document; _id may not change
+// and is kept when a stage drops it.
+func applyPipelineUpdate(doc bson.Raw, specs []bson.RawValue, let map[string]bson.RawValue) (bson.Raw, error) {
+	p := &pipeline{now: time.Now(), let: let}
+	out, err := p.run([]bson.Raw{doc}, specs)
+	if err != nil {
+		return nil, err
+	}
+	nd := out[0]
+	id, had := doc.Lookup("_id"), doc.Lookup("_id").Type != 0
+	nid := nd.Lookup("_id")
+	switch {
+	case nid.Type == 0 && had:
+		nd = mustRaw(append(bson.D{{Key: "_id", Value: id}}, rawFields(nd)...))
+	case had && (typeOrder(nid.Type) != typeOrder(id.Type) || compareValues(nid, id) != 0):
+		return nil, cerr(66, "Performing an update on the path '_id' would modify the immutable field '_id'")
+	}
+	return idFirst(nd), nil
+}
+
+func rawFields(d bson.Raw) bson.D {
+	els, _ := d.Elements()
+	out := make(bson.D, 0, len(els))
+	for _, e := range els {
+		out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
+	}
+	return out
+}
+
+// updateError is the code and message of a failed update for a write error.
+func updateError(err error) (int32, string) {
+	if ce, ok := err.(*CmdError); ok {
+		return ce.Code, ce.Msg
+	}
+	return 66, err.Error()
+}
