@@ -352,3 +352,33 @@ func opPow(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	}
 	return r.value(), nil
 }
+
+// The accumulators that are also expressions: over an array argument's
+// elements, or over several arguments.
+func init() {
+	for _, op := range []string{"$sum", "$avg", "$min", "$max"} {
+		exprOps[op] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+			ops := operands(arg)
+			vals := make([]bson.RawValue, 0, len(ops))
+			for _, o := range ops {
+				v, err := x.eval(o)
+				if err != nil {
+					return missing, err
+				}
+				vals = append(vals, v)
+			}
+			if el, ok := arrayElems(arg); !ok || len(el) == 1 {
+				if inner, isArr := arrayElems(vals[0]); isArr {
+					vals = inner
+				}
+			}
+			acc := accumulators[op]()
+			for _, v := range vals {
+				if err := acc.add(v); err != nil {
+					return missing, err
+				}
+			}
+			return acc.result(), nil
+		}
+	}
+}
