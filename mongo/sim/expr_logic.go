@@ -205,4 +205,3 @@ func opSwitch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	}
 	return missing, cerr(40066, "$switch could not find a matching branch for an input, and no default was specified.")
 }
-
