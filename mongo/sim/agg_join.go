@@ -163,7 +163,7 @@ func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 	case letDoc != nil && !hasPipeline:
 		return nil, cerr(codeFailedToParse, "$lookup with 'let' must also specify 'pipeline'")
 	}
-	if err := checkStageSpecs(sub, false); err != nil {
+	if err := checkStageSpecs(sub, false, "$lookup's sub-pipeline"); err != nil {
 		return nil, err
 	}
 	var foreignDocs []bson.Raw
@@ -199,7 +199,7 @@ func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 			}
 		}
 		if hasPipeline {
-			inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: from, now: p.now, let: map[string]bson.RawValue{}}
+			inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: from, now: p.now, let: map[string]bson.RawValue{}, nested: "$lookup's sub-pipeline"}
 			for k, v := range p.let {
 				inner.let[k] = v
 			}

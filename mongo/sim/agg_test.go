@@ -314,3 +314,52 @@ func TestAggregateCommandOptions(t *testing.T) {
 		t.Fatalf("collectionless $match: %v", err)
 	}
 }
+
+// $out replaces a collection, $merge folds documents into one; both replicate as writes.
+func TestAggregateOutAndMerge(t *testing.T) {
+	db := singleMemberDB(t)
+	src := db.Collection("orders")
+	insertJSON(t, src, `{"_id": 1, "cust": "a", "amt": 5}`, `{"_id": 2, "cust": "b", "amt": 7}`, `{"_id": 3, "cust": "a", "amt": 1}`)
+	insertJSON(t, db.Collection("totals"), `{"_id": "stale"}`)
+	if got, err := aggregate(t, src, `[{"$group": {"_id": "$cust", "total": {"$sum": "$amt"}}}, {"$out": "totals"}]`); err != nil || len(got) != 0 {
+		t.Fatalf("$out: %v %v", got, err)
+	}
+	got, err := aggregate(t, db.Collection("totals"), `[{"$sort": {"_id": 1}}]`)
+	if err != nil || len(got) != 2 || got[0] != `{"_id":"a","total":6}` || got[1] != `{"_id":"b","total":7}` {
+		t.Fatalf("after $out: %v %v", got, err)
+	}
+	// merge: matched documents are merged, others inserted
+	_, err = aggregate(t, src, `[{"$match": {"_id": {"$in": [2, 3]}}}, {"$project": {"_id": "$cust", "last": "$amt"}},
+		{"$merge": {"into": "totals", "whenMatched": "merge", "whenNotMatched": "insert"}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err = aggregate(t, db.Collection("totals"), `[{"$sort": {"_id": 1}}]`)
+	if err != nil || len(got) != 2 || got[0] != `{"_id":"a","total":6,"last":1}` || got[1] != `{"_id":"b","total":7,"last":7}` {
+		t.Fatalf("after $merge: %v %v", got, err)
+	}
+	// a pipeline for matched documents sees the incoming one as $$new
+	_, err = aggregate(t, src, `[{"$match": {"_id": 1}}, {"$project": {"_id": "$cust", "amt": 1}},
+		{"$merge": {"into": "totals", "whenMatched": [{"$set": {"total": {"$add": ["$total", "$$new.amt"]}}}], "whenNotMatched": "discard"}}]`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ = aggregate(t, db.Collection("totals"), `[{"$match": {"_id": "a"}}]`)
+	if len(got) != 1 || got[0] != `{"_id":"a","total":11,"last":1}` {
+		t.Fatalf("after pipeline $merge: %v", got)
+	}
+	for pipeline, code := range map[string]int32{
+		`[{"$out": "x"}, {"$match": {}}]`: 40601,
+		`[{"$project": {"_id": "$cust"}}, {"$merge": {"into": "totals", "whenMatched": "fail"}}]`: 11000,
+		`[{"$lookup": {"from": "x", "pipeline": [{"$out": "y"}], "as": "z"}}]`:                    51047,
+		`[{"$facet": {"a": [{"$out": "y"}]}}]`:                                                    40600,
+		`[{"$out": "system.views"}]`:                                                              17385,
+		`[{"$merge": {"into": "totals", "whenNotMatched": "fail"}}, {"$limit": 1}]`:               40601,
+	} {
+		_, err := aggregate(t, src, pipeline)
+		var se mongo.ServerError
+		if !errors.As(err, &se) || !se.HasErrorCode(int(code)) {
+			t.Errorf("%s: want %d, got %v", pipeline, code, err)
+		}
+	}
+}

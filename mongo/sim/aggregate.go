@@ -16,6 +16,10 @@ type pipeline struct {
 	coll string // "" for {aggregate: 1}
 	now  time.Time
 	let  map[string]bson.RawValue
+	// nested names the stage a sub-pipeline runs in ("" at top level)
+	nested string
+	// wrote is set once $out or $merge wrote, so the reply waits for the write concern
+	wrote bool
 }
 
 // stageFn transforms the documents flowing through a pipeline.
@@ -34,7 +38,7 @@ func init() {
 		"$replaceRoot": stageReplaceRoot, "$replaceWith": stageReplaceWith,
 		"$group": stageGroup, "$bucket": stageBucket, "$sortByCount": stageSortByCount, "$count": stageCount,
 		"$unwind": stageUnwind, "$lookup": stageLookup, "$facet": stageFacet, "$sample": stageSample,
-		"$collStats": stageCollStats, "$documents": stageDocuments,
+		"$collStats": stageCollStats, "$documents": stageDocuments, "$out": stageOut, "$merge": stageMerge,
 	}
 }
 
@@ -99,7 +103,7 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 			return nil, err
 		}
 	}
-	if err := checkStageSpecs(specs, p.coll == ""); err != nil {
+	if err := checkStageSpecs(specs, p.coll == "", ""); err != nil {
 		return nil, err
 	}
 	if explain {
@@ -122,7 +126,11 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 	if p.coll == "" {
 		ns = db + ".$cmd.aggregate"
 	}
-	return c.cursorReply(ns, docs, batch, false, "firstBatch"), nil
+	reply := c.cursorReply(ns, docs, batch, false, "firstBatch")
+	if p.wrote {
+		return c.finishWrite(req, reply), nil
+	}
+	return reply, nil
 }
 
 var emptyDoc = mustRaw(bson.D{})
@@ -140,7 +148,7 @@ func firstKey(specs []bson.RawValue) string {
 }
 
 // checkStageSpecs validates a pipeline's shape before anything runs, as mongod parses it first.
-func checkStageSpecs(specs []bson.RawValue, collectionless bool) error {
+func checkStageSpecs(specs []bson.RawValue, collectionless bool, nested string) error {
 	for i, s := range specs {
 		d, ok := s.DocumentOK()
 		if !ok {
@@ -156,6 +164,9 @@ func checkStageSpecs(specs []bson.RawValue, collectionless bool) error {
 		}
 		if firstStages[name] && i != 0 {
 			return cerr(40602, "%s is only valid as the first stage in a pipeline", name)
+		}
+		if err := checkOutputStage(name, i, len(specs), nested); err != nil {
+			return err
 		}
 		if i == 0 && collectionless && name != "$documents" {
 			return cerr(73, "{aggregate: 1} is not valid for '%s'; a collection is required.", name)
@@ -187,7 +198,7 @@ func (p *pipeline) ctx(doc bson.Raw) *evalCtx {
 
 // run passes docs through the stages in order.
 func (p *pipeline) run(docs []bson.Raw, specs []bson.RawValue) ([]bson.Raw, error) {
-	if err := checkStageSpecs(specs, false); err != nil {
+	if err := checkStageSpecs(specs, false, p.nested); err != nil {
 		return nil, err
 	}
 	for _, s := range specs {
