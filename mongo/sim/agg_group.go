@@ -173,9 +173,11 @@ func parseAccumulators(els []bson.RawElement) ([]accSpec, error) {
 		arg := ops[0].Value()
 		if op == "$count" {
 			if cd, ok := arg.DocumentOK(); !ok || len(cd) > 5 {
-				return nil, cerr(40238, "$count takes no arguments, i.e. $count:{}")
+				return nil, cerr(2, "$count takes no arguments, i.e. $count:{}")
 			}
 			arg = val(int32(1))
+		} else if arg.Type == bson.TypeArray {
+			return nil, cerr(40237, "The %s accumulator is a unary operator", op)
 		}
 		out = append(out, accSpec{field: name, op: op, arg: arg})
 	}

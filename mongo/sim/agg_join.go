@@ -27,11 +27,8 @@ func stageUnwind(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 				path = s
 			case "includeArrayIndex":
 				s, ok := v.StringValueOK()
-				if !ok {
+				if !ok || s == "" {
 					return nil, cerr(28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage, got %s", exprTypeName(v))
-				}
-				if s == "" {
-					return nil, cerr(28810, "expected a non-empty string for the includeArrayIndex  option to $unwind stage")
 				}
 				if strings.HasPrefix(s, "$") {
 					return nil, cerr(28822, "includeArrayIndex option to $unwind stage should not be prefixed with a '$': %s", s)
@@ -47,11 +44,11 @@ func stageUnwind(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 				return nil, cerr(28811, "unrecognized option to $unwind stage: %s", e.Key())
 			}
 		}
-		if path == "" {
-			return nil, cerr(28812, "no path specified to $unwind stage")
-		}
 	default:
 		return nil, cerr(15981, "expected either a string or an object as specification for $unwind stage, got %s", exprTypeName(spec))
+	}
+	if path == "" {
+		return nil, cerr(28812, "no path specified to $unwind stage")
 	}
 	if !strings.HasPrefix(path, "$") {
 		return nil, cerr(28818, "path option to $unwind stage should be prefixed with a '$': %s", path)
@@ -101,74 +98,91 @@ func stageUnwind(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 	return out, nil
 }
 
-func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+// lookupSpec is a parsed $lookup.
+type lookupSpec struct {
+	from, as, local, foreign string
+	let                      bson.Raw
+	pipeline                 []bson.RawValue
+	hasPipeline              bool
+}
+
+// parseLookup reads $lookup's arguments in mongod's order, with its messages.
+func parseLookup(spec bson.RawValue) (*lookupSpec, error) {
 	s, ok := spec.DocumentOK()
 	if !ok {
-		return nil, cerr(40319, "the $lookup stage specification must be an object, but found %s", exprTypeName(spec))
+		return nil, cerr(codeFailedToParse, "the $lookup specification must be an Object")
 	}
-	var from, as, local, foreign string
-	var letDoc bson.Raw
-	var sub []bson.RawValue
-	hasPipeline := false
+	l := &lookupSpec{}
+	hasLet := false
 	els, _ := s.Elements()
 	for _, e := range els {
 		v := e.Value()
-		if e.Key() == "let" || e.Key() == "pipeline" || e.Key() == "from" {
-			switch e.Key() {
-			case "let":
-				d, ok := v.DocumentOK()
-				if !ok {
-					return nil, cerr(codeFailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v.String(), exprTypeName(v))
-				}
-				letDoc = d
-			case "pipeline":
-				arr, ok := arrayElems(v)
-				if !ok {
-					return nil, cerr(codeFailedToParse, "$lookup argument 'pipeline' must be an array, is type %s", exprTypeName(v))
-				}
-				sub, hasPipeline = arr, true
-			case "from":
-				str, ok := v.StringValueOK()
-				if !ok {
-					return nil, cerr(codeFailedToParse, "$lookup 'from' field must be a string, but found %s", exprTypeName(v))
-				}
-				from = str
+		switch e.Key() {
+		case "pipeline":
+			arr, ok := arrayElems(v)
+			if !ok {
+				return nil, cerr(codeFailedToParse, "'pipeline' option must be specified as an array")
 			}
+			l.pipeline, l.hasPipeline = arr, true
+			continue
+		case "let":
+			d, ok := v.DocumentOK()
+			if !ok {
+				return nil, cerr(codeFailedToParse, "$lookup argument 'let: %s' must be an object, is type %s", v.String(), exprTypeName(v))
+			}
+			l.let, hasLet = d, true
+			continue
+		case "from":
+			str, ok := v.StringValueOK()
+			if !ok {
+				return nil, cerr(codeFailedToParse, "$lookup 'from' field must be a string, but found %s", exprTypeName(v))
+			}
+			l.from = str
 			continue
 		}
 		str, ok := v.StringValueOK()
 		if !ok {
-			return nil, cerr(4570, "arguments to $lookup must be strings, %s: %s is type %s", e.Key(), v.String(), exprTypeName(v))
+			return nil, cerr(codeFailedToParse, "$lookup argument '%s: %s' must be a string, found %s: %s", e.Key(), v.String(), v.String(), exprTypeName(v))
 		}
 		switch e.Key() {
 		case "as":
-			as = str
+			l.as = str
 		case "localField":
-			local = str
+			l.local = str
 		case "foreignField":
-			foreign = str
+			l.foreign = str
 		default:
 			return nil, cerr(codeFailedToParse, "unknown argument to $lookup: %s", e.Key())
 		}
 	}
 	switch {
-	case as == "":
+	case l.from == "" && !l.hasPipeline:
+		return nil, cerr(codeFailedToParse, "must specify 'pipeline' when 'from' is empty")
+	case l.from == "" && firstKey(l.pipeline) != "$documents":
+		return nil, cerr(codeFailedToParse, "$lookup stage without explicit collection must have a pipeline with $documents as first stage")
+	case l.as == "":
 		return nil, cerr(codeFailedToParse, "must specify 'as' field for a $lookup")
-	case !hasPipeline && (local == "" || foreign == ""):
-		return nil, cerr(codeFailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
-	case (local == "") != (foreign == ""):
+	case l.hasPipeline && (l.local == "") != (l.foreign == ""):
 		return nil, cerr(codeFailedToParse, "$lookup requires both or neither of 'localField' and 'foreignField' to be specified")
-	case from == "" && (!hasPipeline || firstKey(sub) != "$documents"):
-		return nil, cerr(codeFailedToParse, "must specify 'from' field for a $lookup")
-	case letDoc != nil && !hasPipeline:
-		return nil, cerr(codeFailedToParse, "$lookup with 'let' must also specify 'pipeline'")
+	case !l.hasPipeline && (l.local == "" || l.foreign == ""):
+		return nil, cerr(codeFailedToParse, "$lookup requires either 'pipeline' or both 'localField' and 'foreignField' to be specified")
+	case !l.hasPipeline && hasLet:
+		return nil, cerr(codeFailedToParse, "$lookup with a 'let' argument must also specify 'pipeline'")
 	}
-	if err := checkStageSpecs(sub, false, "$lookup's sub-pipeline"); err != nil {
+	if err := checkStageSpecs(l.pipeline, false, "$lookup's sub-pipeline"); err != nil {
 		return nil, err
 	}
+	return l, nil
+}
+
+func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	l, err := parseLookup(spec)
+	if err != nil {
+		return nil, err
+	}
+	from, as, local, foreign, letDoc, sub, hasPipeline := l.from, l.as, l.local, l.foreign, l.let, l.pipeline, l.hasPipeline
 	var foreignDocs []bson.Raw
 	if from != "" {
-		var err error
 		if foreignDocs, err = p.c.n.matching(p.req, p.db, from, nil); err != nil {
 			return nil, err
 		}

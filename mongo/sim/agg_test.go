@@ -65,14 +65,17 @@ func insertJSON(t *testing.T, coll *mongo.Collection, docs ...string) {
 	}
 }
 
+// serverCode is the code of a command error or of the first write error (0: no error, -1: another error).
 func serverCode(err error) int32 {
-	var se mongo.ServerError
-	if errors.As(err, &se) {
-		for _, c := range []int32{9, 14, 15, 66, 72, 73, 168, 241, 15955, 15952, 16020, 16612, 28765, 40066, 40156, 40228, 40234, 40323, 40324, 40415, 31253, 31254, 28818, 15958, 15956} {
-			if se.HasErrorCode(int(c)) {
-				return c
-			}
-		}
+	var ce mongo.CommandError
+	if errors.As(err, &ce) {
+		return ce.Code
+	}
+	var we mongo.WriteException
+	if errors.As(err, &we) && len(we.WriteErrors) > 0 {
+		return int32(we.WriteErrors[0].Code)
+	}
+	if err != nil {
 		return -1
 	}
 	return 0
@@ -191,8 +194,15 @@ func TestAggregationStages(t *testing.T) {
 		{`[{"$replaceRoot": {"newRoot": "$item"}}]`},
 		{`[{"$project": {"x": {"$add": ["$item", 1]}}}]`},
 		{`[{"$project": {"x": {"$abs": "$item"}}}]`},
+		{`[{"$unwind": ""}]`},
+		{`[{"$lookup": {"from": "inventory", "localField": "item", "as": "x"}}]`},
+		{`[{"$lookup": {"from": "inventory", "localField": "item", "foreignField": "sku"}}]`},
+		{`[{"$lookup": {"pipeline": [{"$match": {}}], "as": "x"}}]`},
+		{`[{"$group": {"_id": null, "n": {"$sum": [1, 2]}}}]`},
+		{`[{"$count": 1}]`},
 	}
-	want := []int32{40324, 40323, 168, 15955, 15952, 40234, 31254, 31253, 28818, 15958, 15956, 40156, 40228, 14, 28765}
+	want := []int32{40324, 40323, 168, 15955, 15952, 40234, 31254, 31253, 28818, 15958, 15956, 40157, 40228, 14, 28765,
+		28812, 9, 9, 9, 40237, 40156}
 	for i, e := range errs {
 		_, err := aggregate(t, sales, e.pipeline)
 		if got := serverCode(err); got != want[i] {

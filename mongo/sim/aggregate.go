@@ -319,8 +319,10 @@ func stageLimit(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, e
 func stageCount(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 	name, ok := spec.StringValueOK()
 	switch {
-	case !ok || name == "":
+	case !ok:
 		return nil, cerr(40156, "the count field must be a non-empty string")
+	case name == "":
+		return nil, cerr(40157, "the count field must be a non-empty string")
 	case strings.HasPrefix(name, "$"):
 		return nil, cerr(40158, "the count field cannot be a $-prefixed path")
 	case strings.Contains(name, "."):
