@@ -303,8 +303,18 @@ func stageGroup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, e
 }
 
 func stageSortByCount(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
-	if s, ok := spec.StringValueOK(); ok && !strings.HasPrefix(s, "$") || !ok && !isExprDoc(spec) {
-		return nil, cerr(40148, "the sortByCount field must be defined as a $-prefixed path or an expression")
+	const msg = "the sortByCount field must be defined as a $-prefixed path or an expression inside an object"
+	switch spec.Type {
+	case bson.TypeEmbeddedDocument:
+		if !isExprDoc(spec) {
+			return nil, cerr(40147, msg)
+		}
+	case bson.TypeString:
+		if s := spec.StringValue(); len(s) < 2 || s[0] != '$' {
+			return nil, cerr(40148, msg)
+		}
+	default:
+		return nil, cerr(40149, "the sortByCount field must be specified as a string or as an object")
 	}
 	specs := []accSpec{{field: "count", op: "$sum", arg: val(int32(1))}}
 	groups, err := groupDocs(p, docs, func(x *evalCtx, _ bson.Raw) (bson.RawValue, error) { return x.eval(spec) }, specs)

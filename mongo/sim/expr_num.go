@@ -382,3 +382,47 @@ func init() {
 		}
 	}
 }
+
+// Logarithms and exponentials, and $isNumber.
+func init() {
+	exprOps["$exp"] = unaryNumeric("$exp", func(n num) (bson.RawValue, error) { return val(math.Exp(n.float())), nil })
+	exprOps["$ln"] = unaryNumeric("$ln", func(n num) (bson.RawValue, error) {
+		if n.float() <= 0 {
+			return missing, cerr(28766, "$ln's argument must be a positive number, but is %s", n.value().String())
+		}
+		return val(math.Log(n.float())), nil
+	})
+	exprOps["$log10"] = unaryNumeric("$log10", func(n num) (bson.RawValue, error) {
+		if n.float() <= 0 {
+			return missing, cerr(28761, "$log10's argument must be a positive number, but is %s", n.value().String())
+		}
+		return val(math.Log10(n.float())), nil
+	})
+	exprOps["$log"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args("$log", arg, 2, 2)
+		if err != nil {
+			return missing, err
+		}
+		if nullish(a[0]) || nullish(a[1]) {
+			return nullValue, nil
+		}
+		switch {
+		case !isNumber(a[0]):
+			return missing, cerr(28756, "$log's argument must be numeric, not %s", exprTypeName(a[0]))
+		case !isNumber(a[1]):
+			return missing, cerr(28757, "$log's base must be numeric, not %s", exprTypeName(a[1]))
+		case toNum(a[0]).float() <= 0:
+			return missing, cerr(28758, "$log's argument must be a positive number, but is %s", a[0].String())
+		case toNum(a[1]).float() <= 0 || toNum(a[1]).float() == 1:
+			return missing, cerr(28759, "$log's base must be a positive number not equal to 1, but is %s", a[1].String())
+		}
+		return val(math.Log(toNum(a[0]).float()) / math.Log(toNum(a[1]).float())), nil
+	}
+	exprOps["$isNumber"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args("$isNumber", arg, 1, 1)
+		if err != nil {
+			return missing, err
+		}
+		return val(isNumber(a[0]) || a[0].Type == bson.TypeDecimal128), nil
+	}
+}

@@ -358,3 +358,56 @@ func opRegexMatch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	}
 	return val(r.MatchString(s)), nil
 }
+
+func init() {
+	exprOps["$strcasecmp"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args("$strcasecmp", arg, 2, 2)
+		if err != nil {
+			return missing, err
+		}
+		l, err := stringOf("$strcasecmp", a[0])
+		if err != nil {
+			return missing, err
+		}
+		r, err := stringOf("$strcasecmp", a[1])
+		if err != nil {
+			return missing, err
+		}
+		return val(int32(strings.Compare(strings.ToUpper(l), strings.ToUpper(r)))), nil
+	}
+	exprOps["$replaceOne"] = replaceOp("$replaceOne", 1)
+	exprOps["$replaceAll"] = replaceOp("$replaceAll", -1)
+}
+
+func replaceOp(name string, n int) exprOp {
+	return func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		if _, ok := arg.DocumentOK(); !ok {
+			return missing, cerr(51751, "%s requires an object as an argument, found: %s", name, exprTypeName(arg))
+		}
+		m, err := namedArgs(name, arg, 51750, []string{"input", "find", "replacement"}, "input", "find", "replacement")
+		if err != nil {
+			return missing, err
+		}
+		var s [3]string
+		isNull := false
+		for i, k := range []string{"input", "find", "replacement"} {
+			v, err := x.eval(m[k])
+			if err != nil {
+				return missing, err
+			}
+			if nullish(v) {
+				isNull = true
+				continue
+			}
+			str, ok := v.StringValueOK()
+			if !ok {
+				return missing, cerr(int32(51746+i), "%s requires that '%s' be a string, found: %s", name, k, v.String())
+			}
+			s[i] = str
+		}
+		if isNull {
+			return nullValue, nil
+		}
+		return val(strings.Replace(s[0], s[1], s[2], n)), nil
+	}
+}
