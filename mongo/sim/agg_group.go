@@ -11,179 +11,6 @@ import (
 
 // The grouping stages: $group and its accumulators, $bucket, $sortByCount.
 
-// accumulator folds the values of one group.
-type accumulator interface {
-	add(v bson.RawValue) error
-	result() bson.RawValue
-}
-
-type accSum struct{ total num }
-
-func (a *accSum) add(v bson.RawValue) error {
-	if isNumber(v) {
-		a.total = addNum(a.total, toNum(v))
-	}
-	return nil
-}
-func (a *accSum) result() bson.RawValue { return a.total.value() }
-
-type accAvg struct {
-	sum   float64
-	count int
-}
-
-func (a *accAvg) add(v bson.RawValue) error {
-	if isNumber(v) {
-		a.sum += toNum(v).float()
-		a.count++
-	}
-	return nil
-}
-
-func (a *accAvg) result() bson.RawValue {
-	if a.count == 0 {
-		return nullValue
-	}
-	return val(a.sum / float64(a.count))
-}
-
-type accMinMax struct {
-	sign int
-	best bson.RawValue
-}
-
-func (a *accMinMax) add(v bson.RawValue) error {
-	if nullish(v) {
-		return nil
-	}
-	if a.best.Type == 0 || exprCmp(v, a.best)*a.sign > 0 {
-		a.best = v
-	}
-	return nil
-}
-
-func (a *accMinMax) result() bson.RawValue {
-	if a.best.Type == 0 {
-		return nullValue
-	}
-	return a.best
-}
-
-type accPush struct {
-	vals []bson.RawValue
-	set  bool
-}
-
-func (a *accPush) add(v bson.RawValue) error {
-	if v.Type == 0 {
-		return nil
-	}
-	if a.set {
-		for _, w := range a.vals {
-			if exprCmp(v, w) == 0 {
-				return nil
-			}
-		}
-	}
-	a.vals = append(a.vals, v)
-	return nil
-}
-func (a *accPush) result() bson.RawValue { return arrayValue(append([]bson.RawValue{}, a.vals...)) }
-
-type accFirstLast struct {
-	last bool
-	seen bool
-	v    bson.RawValue
-}
-
-func (a *accFirstLast) add(v bson.RawValue) error {
-	if !a.seen || a.last {
-		a.v, a.seen = v, true
-	}
-	return nil
-}
-
-func (a *accFirstLast) result() bson.RawValue {
-	if a.v.Type == 0 {
-		return nullValue
-	}
-	return a.v
-}
-
-type accMerge struct{ vals []bson.RawValue }
-
-func (a *accMerge) add(v bson.RawValue) error {
-	if nullish(v) {
-		return nil
-	}
-	if _, ok := v.DocumentOK(); !ok {
-		return cerr(40400, "$mergeObjects requires object inputs, but input %s is of type %s", v.String(), exprTypeName(v))
-	}
-	a.vals = append(a.vals, v)
-	return nil
-}
-
-func (a *accMerge) result() bson.RawValue {
-	r, _ := mergeObjects(a.vals)
-	return r
-}
-
-// accumulators are the group operators mongod knows; nil makes one.
-var accumulators = map[string]func() accumulator{
-	"$sum":          func() accumulator { return &accSum{} },
-	"$count":        func() accumulator { return &accSum{} },
-	"$avg":          func() accumulator { return &accAvg{} },
-	"$min":          func() accumulator { return &accMinMax{sign: -1} },
-	"$max":          func() accumulator { return &accMinMax{sign: 1} },
-	"$push":         func() accumulator { return &accPush{} },
-	"$addToSet":     func() accumulator { return &accPush{set: true} },
-	"$first":        func() accumulator { return &accFirstLast{} },
-	"$last":         func() accumulator { return &accFirstLast{last: true} },
-	"$mergeObjects": func() accumulator { return &accMerge{} },
-}
-
-// accSpec is one output field of a group: name, operator, argument expression.
-type accSpec struct {
-	field, op string
-	arg       bson.RawValue
-}
-
-func parseAccumulators(els []bson.RawElement) ([]accSpec, error) {
-	var out []accSpec
-	for _, e := range els {
-		name := e.Key()
-		if strings.Contains(name, ".") {
-			return nil, cerr(40235, "The field name '%s' cannot contain '.'", name)
-		}
-		if strings.HasPrefix(name, "$") {
-			return nil, cerr(40236, "The field name '%s' cannot be an operator name", name)
-		}
-		d, ok := e.Value().DocumentOK()
-		if !ok {
-			return nil, cerr(40234, "The field '%s' must be an accumulator object", name)
-		}
-		ops, _ := d.Elements()
-		if len(ops) != 1 {
-			return nil, cerr(40238, "The field '%s' must specify one accumulator", name)
-		}
-		op := ops[0].Key()
-		if _, ok := accumulators[op]; !ok {
-			return nil, cerr(15952, "unknown group operator '%s'", op)
-		}
-		arg := ops[0].Value()
-		if op == "$count" {
-			if cd, ok := arg.DocumentOK(); !ok || len(cd) > 5 {
-				return nil, cerr(2, "$count takes no arguments, i.e. $count:{}")
-			}
-			arg = val(int32(1))
-		} else if arg.Type == bson.TypeArray {
-			return nil, cerr(40237, "The %s accumulator is a unary operator", op)
-		}
-		out = append(out, accSpec{field: name, op: op, arg: arg})
-	}
-	return out, nil
-}
-
 // groupKey is a canonical text of a value: equal values (1, 1.0, 1L) share it.
 func groupKey(v bson.RawValue) string {
 	switch {
@@ -243,7 +70,7 @@ func groupDocs(p *pipeline, docs []bson.Raw, keyOf func(x *evalCtx, d bson.Raw) 
 		if !ok {
 			g = &group{id: id}
 			for _, s := range specs {
-				g.accs = append(g.accs, accumulators[s.op]())
+				g.accs = append(g.accs, s.make())
 			}
 			byKey[k] = g
 			order = append(order, g)
@@ -316,7 +143,7 @@ func stageSortByCount(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.
 	default:
 		return nil, cerr(40149, "the sortByCount field must be specified as a string or as an object")
 	}
-	specs := []accSpec{{field: "count", op: "$sum", arg: val(int32(1))}}
+	specs := []accSpec{{field: "count", arg: val(int32(1)), make: accumulators["$sum"]}}
 	groups, err := groupDocs(p, docs, func(x *evalCtx, _ bson.Raw) (bson.RawValue, error) { return x.eval(spec) }, specs)
 	if err != nil {
 		return nil, err
@@ -342,7 +169,7 @@ func stageBucket(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 	}
 	var groupBy, def bson.RawValue
 	var bounds []bson.RawValue
-	specs := []accSpec{{field: "count", op: "$sum", arg: val(int32(1))}}
+	specs := []accSpec{{field: "count", arg: val(int32(1)), make: accumulators["$sum"]}}
 	els, _ := s.Elements()
 	for _, e := range els {
 		switch e.Key() {
