@@ -6,7 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// The stages that fan documents out or join them: $unwind, $lookup, $facet.
+// The stages that fan documents out or join them: $unwind, $lookup, $facet, $unionWith, $graphLookup.
 
 func stageUnwind(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 	var path, indexField string
@@ -278,4 +278,152 @@ func stageFacet(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, e
 		out = append(out, bson.E{Key: e.Key(), Value: arrayValue(arr)})
 	}
 	return []bson.Raw{mustRaw(out)}, nil
+}
+
+// stageUnionWith appends the documents of another collection, passed through its own pipeline.
+func stageUnionWith(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	var coll string
+	var sub []bson.RawValue
+	switch spec.Type {
+	case bson.TypeString:
+		coll = spec.StringValue()
+	case bson.TypeEmbeddedDocument:
+		els, _ := spec.Document().Elements()
+		for _, e := range els {
+			switch e.Key() {
+			case "coll":
+				s, ok := e.Value().StringValueOK()
+				if !ok {
+					return nil, cerr(14, "BSON field '$unionWith.coll' is the wrong type '%s', expected type 'string'", exprTypeName(e.Value()))
+				}
+				coll = s
+			case "pipeline":
+				arr, ok := arrayElems(e.Value())
+				if !ok {
+					return nil, cerr(14, "BSON field '$unionWith.pipeline' is the wrong type '%s', expected type 'array'", exprTypeName(e.Value()))
+				}
+				sub = arr
+			default:
+				return nil, cerr(40415, "BSON field '$unionWith.%s' is an unknown field.", e.Key())
+			}
+		}
+		if coll == "" && firstKey(sub) != "$documents" {
+			return nil, cerr(40414, "BSON field '$unionWith.coll' is missing but a required field")
+		}
+	default:
+		return nil, cerr(40155, "the $unionWith stage specification must be an object or string, but found %s", exprTypeName(spec))
+	}
+	if err := checkStageSpecs(sub, false, "$unionWith sub-pipeline"); err != nil {
+		return nil, err
+	}
+	var other []bson.Raw
+	if coll != "" && firstKey(sub) != "$documents" {
+		var err error
+		if other, err = p.c.n.matching(p.req, p.db, coll, nil); err != nil {
+			return nil, err
+		}
+	}
+	inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: coll, now: p.now, let: p.let, nested: "$unionWith sub-pipeline"}
+	other, err := inner.run(other, sub)
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]bson.Raw(nil), docs...), other...), nil
+}
+
+// stageGraphLookup follows connectFromField → connectToField breadth first.
+func stageGraphLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	s, ok := spec.DocumentOK()
+	if !ok {
+		return nil, cerr(40327, "the $graphLookup stage specification must be an object, but found %s", exprTypeName(spec))
+	}
+	var from, fromField, toField, as, depthField string
+	var startWith bson.RawValue
+	var restrict bson.Raw
+	maxDepth := int64(-1)
+	els, _ := s.Elements()
+	for _, e := range els {
+		v := e.Value()
+		switch e.Key() {
+		case "startWith":
+			startWith = v
+		case "maxDepth":
+			n, ok := intArg(v)
+			if !isNumber(v) || !ok || n < 0 {
+				return nil, cerr(40101, "maxDepth requires a nonnegative argument, found: %s", v.String())
+			}
+			maxDepth = n
+		case "restrictSearchWithMatch":
+			if restrict, ok = v.DocumentOK(); !ok {
+				return nil, cerr(40185, "restrictSearchWithMatch must be an object, found %s", exprTypeName(v))
+			}
+		case "from", "connectFromField", "connectToField", "as", "depthField":
+			str, ok := v.StringValueOK()
+			if !ok {
+				return nil, cerr(40103, "expected string as argument for %s, found: %s", e.Key(), v.String())
+			}
+			switch e.Key() {
+			case "from":
+				from = str
+			case "connectFromField":
+				fromField = str
+			case "connectToField":
+				toField = str
+			case "as":
+				as = str
+			case "depthField":
+				depthField = str
+			}
+		default:
+			return nil, cerr(40104, "Unknown argument to $graphLookup: %s", e.Key())
+		}
+	}
+	if from == "" || fromField == "" || toField == "" || as == "" || startWith.Type == 0 {
+		return nil, cerr(40105, "$graphLookup requires 'from', 'as', 'startWith', 'connectFromField', and 'connectToField' to be specified.")
+	}
+	foreign, err := p.c.n.matching(p.req, p.db, from, restrict)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]bson.Raw, len(docs))
+	for i, d := range docs {
+		start, err := p.ctx(d).eval(startWith)
+		if err != nil {
+			return nil, err
+		}
+		frontier := []bson.RawValue{start}
+		if el, ok := arrayElems(start); ok {
+			frontier = el
+		}
+		seen := map[string]bool{}
+		var found []bson.RawValue
+		for depth := int64(0); len(frontier) > 0 && (maxDepth < 0 || depth <= maxDepth); depth++ {
+			in := mustRaw(bson.D{{Key: toField, Value: bson.D{{Key: "$in", Value: arrayValue(frontier)}}}})
+			var next []bson.RawValue
+			for _, f := range foreign {
+				k := groupKey(f.Lookup("_id"))
+				if seen[k] {
+					continue
+				}
+				if m, err := Match(f, in); err != nil || !m {
+					continue
+				}
+				seen[k] = true
+				r := f
+				if depthField != "" {
+					r = setRaw(f, strings.Split(depthField, "."), val(depth))
+				}
+				found = append(found, docValue(r))
+				nv := lookupPath(f, fromField)
+				if el, ok := arrayElems(nv); ok {
+					next = append(next, el...)
+				} else if nv.Type != 0 {
+					next = append(next, nv)
+				}
+			}
+			frontier = next
+		}
+		out[i] = setRaw(d, strings.Split(as, "."), arrayValue(found))
+	}
+	return out, nil
 }

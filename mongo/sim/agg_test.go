@@ -95,6 +95,11 @@ func TestAggregationStages(t *testing.T) {
 	insertJSON(t, inventory,
 		`{"_id": 1, "sku": "abc", "instock": 120}`, `{"_id": 2, "sku": "xyz", "instock": 60}`, `{"_id": 3, "sku": "jkl", "instock": 0}`)
 
+	insertJSON(t, db.Collection("employees"),
+		`{"_id": 1, "name": "Dev"}`, `{"_id": 2, "name": "Eliot", "reportsTo": "Dev"}`,
+		`{"_id": 3, "name": "Ron", "reportsTo": "Eliot"}`, `{"_id": 4, "name": "Andrew", "reportsTo": "Eliot"}`,
+		`{"_id": 5, "name": "Asya", "reportsTo": "Ron"}`)
+
 	cases := []struct {
 		name, pipeline string
 		want           []string
@@ -155,6 +160,17 @@ func TestAggregationStages(t *testing.T) {
 			[]string{`{"cheap":[{"n":2}],"items":[{"_id":"xyz"}]}`}, false},
 		{"bucket", `[{"$bucket": {"groupBy": "$price", "boundaries": [0, 10, 100], "output": {"n": {"$sum": 1}, "items": {"$addToSet": "$item"}}}}, {"$project": {"n": 1}}]`,
 			[]string{`{"_id":0,"n":2}`, `{"_id":10,"n":3}`}, false},
+		{"unionWith", `[{"$match": {"_id": 1}}, {"$project": {"item": 1}}, {"$unionWith": {"coll": "inventory", "pipeline": [{"$match": {"instock": 0}}]}}]`,
+			[]string{`{"_id":1,"item":"abc"}`, `{"_id":3,"sku":"jkl","instock":0}`}, false},
+		{"graphLookup", `[{"$match": {"_id": 1}}, {"$graphLookup": {"from": "employees", "startWith": "Asya", "connectFromField": "reportsTo",
+			  "connectToField": "name", "as": "chain", "depthField": "d"}}, {"$project": {"n": {"$size": "$chain"}, "top": {"$max": "$chain.d"}}}]`,
+			[]string{`{"_id":1,"n":4,"top":3}`}, false},
+		{"graphLookup maxDepth", `[{"$match": {"_id": 1}}, {"$graphLookup": {"from": "employees", "startWith": "Asya", "connectFromField": "reportsTo",
+			  "connectToField": "name", "as": "chain", "maxDepth": 1}}, {"$project": {"names": "$chain.name"}}]`,
+			[]string{`{"_id":1,"names":["Asya","Ron"]}`}, false},
+		{"redact", `[{"$match": {"_id": 1}}, {"$project": {"a": {"$literal": {"level": 1, "b": {"level": 5, "x": 1}}}}},
+			  {"$redact": {"$cond": [{"$lte": [{"$ifNull": ["$level", 0]}, 2]}, "$$DESCEND", "$$PRUNE"]}}]`,
+			[]string{`{"_id":1,"a":{"level":1}}`}, false},
 		{"sample size", `[{"$sample": {"size": 2}}, {"$count": "n"}]`, []string{`{"n":2}`}, false},
 		{"sort skip limit", `[{"$sort": {"qty": -1}}, {"$skip": 1}, {"$limit": 2}, {"$project": {"qty": 1}}]`,
 			[]string{`{"_id":3,"qty":10}`, `{"_id":5,"qty":10}`}, true},

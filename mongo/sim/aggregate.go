@@ -39,6 +39,7 @@ func init() {
 		"$group": stageGroup, "$bucket": stageBucket, "$sortByCount": stageSortByCount, "$count": stageCount,
 		"$unwind": stageUnwind, "$lookup": stageLookup, "$facet": stageFacet, "$sample": stageSample,
 		"$collStats": stageCollStats, "$documents": stageDocuments, "$out": stageOut, "$merge": stageMerge,
+		"$unionWith": stageUnionWith, "$graphLookup": stageGraphLookup, "$redact": stageRedact,
 	}
 }
 
@@ -388,4 +389,70 @@ func stageDocuments(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Ra
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// stageRedact keeps, prunes or descends into each document level as the expression says.
+func stageRedact(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	var out []bson.Raw
+	for _, d := range docs {
+		r, keep, err := redact(p.ctx(d), spec, d)
+		if err != nil {
+			return nil, err
+		}
+		if keep {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+func redact(x *evalCtx, spec bson.RawValue, doc bson.Raw) (bson.Raw, bool, error) {
+	x = x.with("CURRENT", docValue(doc)).with("DESCEND", val("descend")).with("PRUNE", val("prune")).with("KEEP", val("keep"))
+	v, err := x.eval(spec)
+	if err != nil {
+		return nil, false, err
+	}
+	switch s, _ := v.StringValueOK(); s {
+	case "keep":
+		return doc, true, nil
+	case "prune":
+		return nil, false, nil
+	case "descend":
+	default:
+		return nil, false, cerr(17053, "$redact's expression should not return anything aside from the variables $$KEEP, $$DESCEND, and $$PRUNE, but returned %s", v.String())
+	}
+	out := bson.D{}
+	for _, e := range rawFields(doc) {
+		fv := e.Value.(bson.RawValue)
+		switch fv.Type {
+		case bson.TypeEmbeddedDocument:
+			r, keep, err := redact(x, spec, fv.Document())
+			if err != nil {
+				return nil, false, err
+			}
+			if keep {
+				out = append(out, bson.E{Key: e.Key, Value: r})
+			}
+			continue
+		case bson.TypeArray:
+			el, _ := arrayElems(fv)
+			kept := []bson.RawValue{}
+			for _, a := range el {
+				if d, ok := a.DocumentOK(); ok {
+					r, keep, err := redact(x, spec, d)
+					if err != nil {
+						return nil, false, err
+					}
+					if keep {
+						kept = append(kept, docValue(r))
+					}
+					continue
+				}
+				kept = append(kept, a)
+			}
+			fv = arrayValue(kept)
+		}
+		out = append(out, bson.E{Key: e.Key, Value: fv})
+	}
+	return mustRaw(out), true, nil
 }
