@@ -165,6 +165,9 @@ func TestExprEvaluator(t *testing.T) {
 		{`{"$arrayToObject": [[{"k": "a", "v": 1}]]}`, `{}`, `{"v":{"a":{"$numberInt":"1"}}}`},
 		{`{"$getField": "a.b"}`, `{"a.b": 7}`, `{"v":{"$numberInt":"7"}}`},
 		{`{"$getField": {"field": "x", "input": {"x": 1}}}`, `{}`, `{"v":{"$numberInt":"1"}}`},
+		{`{"$setField": {"field": "a.b", "input": {"x": 1}, "value": 2}}`, `{}`, `{"v":{"x":{"$numberInt":"1"},"a.b":{"$numberInt":"2"}}}`},
+		{`{"$unsetField": {"field": "x", "input": {"x": 1, "y": 2}}}`, `{}`, `{"v":{"y":{"$numberInt":"2"}}}`},
+		{`{"$setField": {"field": "x", "input": "$$ROOT", "value": "$$REMOVE"}}`, `{"x": 1, "y": 2}`, `{"v":{"y":{"$numberInt":"2"}}}`},
 		// dates
 		{`{"$year": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"2024"}}`},
 		{`{"$month": "$d"}`, `{"d": {"$date": "2024-03-05T06:07:08.009Z"}}`, `{"v":{"$numberInt":"3"}}`},
