@@ -19,7 +19,18 @@ type accumulator interface {
 
 type accSum struct{ total num }
 
+// errDecimal refuses Decimal128 where mongod would compute with it, rather than skip it silently.
+func errDecimal(v bson.RawValue) error {
+	if v.Type == bson.TypeDecimal128 {
+		return cerr(2, "the simulator does not model Decimal128 arithmetic")
+	}
+	return nil
+}
+
 func (a *accSum) add(v bson.RawValue) error {
+	if err := errDecimal(v); err != nil {
+		return err
+	}
 	if isNumber(v) {
 		a.total = addNum(a.total, toNum(v))
 	}
@@ -33,6 +44,9 @@ type accAvg struct {
 }
 
 func (a *accAvg) add(v bson.RawValue) error {
+	if err := errDecimal(v); err != nil {
+		return err
+	}
 	if isNumber(v) {
 		a.sum += toNum(v).float()
 		a.count++
@@ -72,6 +86,7 @@ func (a *accMinMax) result() bson.RawValue {
 type accPush struct {
 	vals []bson.RawValue
 	set  bool
+	seen map[string]bool // $addToSet: group keys of vals
 }
 
 func (a *accPush) add(v bson.RawValue) error {
@@ -79,11 +94,14 @@ func (a *accPush) add(v bson.RawValue) error {
 		return nil
 	}
 	if a.set {
-		for _, w := range a.vals {
-			if exprCmp(v, w) == 0 {
-				return nil
-			}
+		k := groupKey(v)
+		if a.seen[k] {
+			return nil
 		}
+		if a.seen == nil {
+			a.seen = map[string]bool{}
+		}
+		a.seen[k] = true
 	}
 	a.vals = append(a.vals, v)
 	return nil
@@ -205,6 +223,9 @@ type accStdDev struct {
 }
 
 func (a *accStdDev) add(v bson.RawValue) error {
+	if err := errDecimal(v); err != nil {
+		return err
+	}
 	if !isNumber(v) {
 		return nil
 	}
