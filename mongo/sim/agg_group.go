@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/hex"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -9,7 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// The grouping stages: $group and its accumulators, $bucket, $sortByCount.
+// The grouping stages: $group, $bucket, $bucketAuto, $sortByCount.
 
 // groupKey is a canonical text of a value: equal values (1, 1.0, 1L) share it.
 func groupKey(v bson.RawValue) string {
@@ -245,4 +246,113 @@ func stageBucket(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 	}
 	sort.SliceStable(groups, func(i, j int) bool { return rank(groups[i]) < rank(groups[j]) })
 	return groupOutput(groups, specs), nil
+}
+
+// stageBucketAuto splits the documents, sorted by groupBy, into buckets of
+// about equal size; equal values stay in one bucket, as mongod does.
+func stageBucketAuto(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	s, ok := spec.DocumentOK()
+	if !ok {
+		return nil, cerr(40240, "The argument to $bucketAuto must be an object, but found type: %s.", exprTypeName(spec))
+	}
+	var groupBy bson.RawValue
+	nBuckets := int64(0)
+	specs := []accSpec{{field: "count", arg: val(int32(1)), make: accumulators["$sum"]}}
+	els, _ := s.Elements()
+	for _, e := range els {
+		v := e.Value()
+		switch e.Key() {
+		case "groupBy":
+			if str, ok := v.StringValueOK(); ok && !strings.HasPrefix(str, "$") || !ok && !isExprDoc(v) {
+				return nil, cerr(40239, "The $bucketAuto 'groupBy' field must be defined as a $-prefixed path or an expression object, but found: %s.", v.String())
+			}
+			groupBy = v
+		case "buckets":
+			n, ok := intArg(v)
+			if !isNumber(v) || !ok || v.Type == bson.TypeDouble && v.Double() != float64(n) {
+				return nil, cerr(40241, "The $bucketAuto 'buckets' field must be a numeric value, but found type: %s.", exprTypeName(v))
+			}
+			if n <= 0 {
+				return nil, cerr(40243, "The $bucketAuto 'buckets' field must be greater than 0, but found: %d.", n)
+			}
+			nBuckets = n
+		case "output":
+			od, ok := v.DocumentOK()
+			if !ok {
+				return nil, cerr(40244, "The $bucketAuto 'output' field must be an object, but found type: %s.", exprTypeName(v))
+			}
+			oe, _ := od.Elements()
+			var err error
+			if specs, err = parseAccumulators(oe); err != nil {
+				return nil, err
+			}
+		case "granularity":
+			return nil, cerr(2, "the simulator does not model $bucketAuto granularity")
+		default:
+			return nil, cerr(40245, "Unrecognized option to $bucketAuto: %s.", e.Key())
+		}
+	}
+	if groupBy.Type == 0 || nBuckets == 0 {
+		return nil, cerr(40246, "$bucketAuto requires 'groupBy' and 'buckets' to be specified")
+	}
+	type keyed struct {
+		key bson.RawValue
+		doc bson.Raw
+	}
+	items := make([]keyed, 0, len(docs))
+	for _, d := range docs {
+		k, err := p.ctx(d).eval(groupBy)
+		if err != nil {
+			return nil, err
+		}
+		if k.Type == 0 {
+			k = nullValue
+		}
+		items = append(items, keyed{k, d})
+	}
+	sort.SliceStable(items, func(i, j int) bool { return exprCmp(items[i].key, items[j].key) < 0 })
+	size := int(math.Round(float64(len(items)) / float64(nBuckets)))
+	size = max(size, 1)
+	type bucket struct {
+		min, max bson.RawValue
+		accs     []accumulator
+	}
+	var buckets []*bucket
+	var cur *bucket
+	count := 0
+	for _, it := range items {
+		if cur == nil || count >= size && exprCmp(it.key, cur.max) != 0 && int64(len(buckets)) < nBuckets {
+			cur = &bucket{min: it.key}
+			for _, s := range specs {
+				cur.accs = append(cur.accs, s.make())
+			}
+			buckets = append(buckets, cur)
+			count = 0
+		}
+		cur.max = it.key
+		count++
+		x := p.ctx(it.doc)
+		for i, s := range specs {
+			v, err := x.eval(s.arg)
+			if err != nil {
+				return nil, err
+			}
+			if err := cur.accs[i].add(v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]bson.Raw, 0, len(buckets))
+	for i, b := range buckets {
+		hi := b.max
+		if i+1 < len(buckets) {
+			hi = buckets[i+1].min
+		}
+		d := bson.D{{Key: "_id", Value: bson.D{{Key: "min", Value: b.min}, {Key: "max", Value: hi}}}}
+		for j, s := range specs {
+			d = append(d, bson.E{Key: s.field, Value: b.accs[j].result()})
+		}
+		out = append(out, mustRaw(d))
+	}
+	return out, nil
 }

@@ -171,6 +171,8 @@ func TestAggregationStages(t *testing.T) {
 		{"redact", `[{"$match": {"_id": 1}}, {"$project": {"a": {"$literal": {"level": 1, "b": {"level": 5, "x": 1}}}}},
 			  {"$redact": {"$cond": [{"$lte": [{"$ifNull": ["$level", 0]}, 2]}, "$$DESCEND", "$$PRUNE"]}}]`,
 			[]string{`{"_id":1,"a":{"level":1}}`}, false},
+		{"bucketAuto", `[{"$bucketAuto": {"groupBy": "$qty", "buckets": 2}}]`,
+			[]string{`{"_id":{"min":1,"max":20},"count":4}`, `{"_id":{"min":20,"max":20},"count":1}`}, false},
 		{"sample size", `[{"$sample": {"size": 2}}, {"$count": "n"}]`, []string{`{"n":2}`}, false},
 		{"sort skip limit", `[{"$sort": {"qty": -1}}, {"$skip": 1}, {"$limit": 2}, {"$project": {"qty": 1}}]`,
 			[]string{`{"_id":3,"qty":10}`, `{"_id":5,"qty":10}`}, true},

@@ -36,7 +36,7 @@ func init() {
 		"$match": stageMatch, "$sort": stageSort, "$skip": stageSkip, "$limit": stageLimit,
 		"$project": stageProject, "$addFields": stageAddFields, "$set": stageAddFields, "$unset": stageUnset,
 		"$replaceRoot": stageReplaceRoot, "$replaceWith": stageReplaceWith,
-		"$group": stageGroup, "$bucket": stageBucket, "$sortByCount": stageSortByCount, "$count": stageCount,
+		"$group": stageGroup, "$bucket": stageBucket, "$bucketAuto": stageBucketAuto, "$sortByCount": stageSortByCount, "$count": stageCount,
 		"$unwind": stageUnwind, "$lookup": stageLookup, "$facet": stageFacet, "$sample": stageSample,
 		"$collStats": stageCollStats, "$documents": stageDocuments, "$out": stageOut, "$merge": stageMerge,
 		"$unionWith": stageUnionWith, "$graphLookup": stageGraphLookup, "$redact": stageRedact,

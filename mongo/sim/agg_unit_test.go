@@ -1,0 +1,103 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// runPipelineJSON runs a pipeline that needs no collection on docs (extended JSON).
+func runPipelineJSON(t *testing.T, docs []string, spec string) string {
+	t.Helper()
+	var in []bson.Raw
+	for _, d := range docs {
+		var r bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(d), false, &r); err != nil {
+			t.Fatalf("%s: %v", d, err)
+		}
+		in = append(in, r)
+	}
+	var wrap bson.Raw
+	if err := bson.UnmarshalExtJSON([]byte(`{"p": `+spec+`}`), false, &wrap); err != nil {
+		t.Fatalf("%s: %v", spec, err)
+	}
+	specs, _ := arrayElems(wrap.Lookup("p"))
+	p := &pipeline{now: time.UnixMilli(0)}
+	out, err := p.run(in, specs)
+	if err != nil {
+		return "ERR " + codeName(err.(*CmdError).Code)
+	}
+	var parts []string
+	for _, d := range out {
+		j, err := bson.MarshalExtJSON(d, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		parts = append(parts, string(j))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Edge cases of the reshaping stages, as mongod answers them.
+func TestPipelineShapes(t *testing.T) {
+	for _, c := range []struct {
+		docs     []string
+		pipeline string
+		want     string
+	}{
+		{[]string{`{"_id": 1, "a": [{"b": 1, "c": 2}, 3, {"c": 4}]}`}, `[{"$project": {"a.b": 1}}]`, `{"_id":1,"a":[{"b":1},{}]}`},
+		{[]string{`{"_id": 1, "a": [{"b": 1, "c": 2}, 3, {"c": 4}]}`}, `[{"$project": {"a.b": 0}}]`, `{"_id":1,"a":[{"c":2},3,{"c":4}]}`},
+		{[]string{`{"_id": 1, "a": [{"c": 1}, 2]}`}, `[{"$addFields": {"a.b": 5}}]`, `{"_id":1,"a":[{"c":1,"b":5},{"b":5}]}`},
+		{[]string{`{"_id": 1, "a": {"c": 1}}`}, `[{"$set": {"a": {"b": 5}}}]`, `{"_id":1,"a":{"c":1,"b":5}}`},
+		{[]string{`{"_id": 1}`}, `[{"$project": {"_id": 0, "a.b": {"$literal": 1}}}]`, `{"a":{"b":1}}`},
+		{[]string{`{"_id": 1, "x": 5}`}, `[{"$project": {"x": {"$cond": [{"$gt": ["$x", 3]}, "$$REMOVE", "$x"]}, "y": "$x"}}]`, `{"_id":1,"y":5}`},
+		{[]string{`{"_id": 1, "a": 1, "b": 2}`}, `[{"$project": {"b": {"$add": ["$b", 1]}, "a": 1}}]`, `{"_id":1,"a":1,"b":3}`},
+		{[]string{`{"_id": 1, "a": 1}`}, `[{"$project": {"_id": 1}}]`, `{"_id":1}`},
+		{[]string{`{"_id": 1, "a": 1}`}, `[{"$project": {"_id": 0}}]`, `{"a":1}`},
+		{[]string{`{"_id": 1, "a": 1}`}, `[{"$project": {"a": 1, "a.b": 1}}]`, `ERR Location31250`},
+		{[]string{`{"_id": 1, "a": 1}`}, `[{"$project": {}}]`, `ERR Location51272`},
+		{[]string{`{"_id": 1, "a": 1}`}, `[{"$project": {"a": 0, "b": "$a"}}]`, `ERR Location31252`},
+		{[]string{`{"_id": 1, "a": {"b": [1, 2]}}`}, `[{"$unwind": "$a.b"}]`, `{"_id":1,"a":{"b":1}} {"_id":1,"a":{"b":2}}`},
+		{[]string{`{"_id": 1, "a": 7}`}, `[{"$unwind": {"path": "$a", "includeArrayIndex": "i"}}]`, `{"_id":1,"a":7,"i":null}`},
+		{[]string{`{"_id": 1, "s": {"x": 1}}`, `{"_id": 2}`}, `[{"$replaceWith": "$s"}]`, `ERR Location40228`},
+		{[]string{`{"_id": 1, "k": 1}`, `{"_id": 2, "k": 1.0}`, `{"_id": 3, "k": {"$numberLong": "1"}}`, `{"_id": 4}`, `{"_id": 5, "k": null}`},
+			`[{"$group": {"_id": "$k", "n": {"$sum": 1}}}]`, `{"_id":1,"n":3} {"_id":null,"n":2}`},
+		{[]string{`{"_id": 1, "a": 1}`, `{"_id": 2}`}, `[{"$group": {"_id": {"a": "$a"}, "n": {"$sum": 1}}}]`, `{"_id":{"a":1},"n":1} {"_id":{},"n":1}`},
+		{[]string{`{"_id": 1, "v": 2147483647}`, `{"_id": 2, "v": 1}`}, `[{"$group": {"_id": null, "s": {"$sum": "$v"}}}, {"$set": {"t": {"$type": "$s"}}}]`, `{"_id":null,"s":2147483648,"t":"long"}`},
+		{[]string{`{"_id": 1, "v": "x"}`}, `[{"$group": {"_id": null, "s": {"$sum": "$v"}, "a": {"$avg": "$v"}, "m": {"$max": "$nope"}, "f": {"$first": "$nope"}}}]`,
+			`{"_id":null,"s":0,"a":null,"m":null,"f":null}`},
+		{[]string{`{"_id": 1}`}, `[{"$documents": [{"a": 1}]}]`, `{"a":1}`},
+		{[]string{`{"_id": 1}`}, `[{"$match": {"_id": 1}}, {"$documents": [{"a": 1}]}]`, `ERR Location40602`},
+		{[]string{`{"_id": 1, "a": 2}`}, `[{"$match": {"$expr": {"$eq": ["$a", 2]}, "_id": 1}}]`, `{"_id":1,"a":2}`},
+		{[]string{`{"_id": 1, "a": 2}`}, `[{"$match": {"$expr": {"$eq": ["$a", 2]}, "_id": 2}}]`, ``},
+	} {
+		if got := runPipelineJSON(t, c.docs, c.pipeline); got != c.want {
+			t.Errorf("%s on %v:\n got %s\nwant %s", c.pipeline, c.docs, got, c.want)
+		}
+	}
+}
+
+// Pipeline updates keep _id and refuse stages other than the reshaping ones.
+func TestApplyPipelineUpdate(t *testing.T) {
+	doc := mustRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}})
+	upd, err := updater(val(bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "b", Value: "$a"}}}}}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nd, err := upd(doc, false)
+	if err != nil || nd.String() != `{"_id": {"$numberInt":"1"},"b": {"$numberInt":"1"}}` {
+		t.Fatalf("dropping _id keeps it: %v %v", nd, err)
+	}
+	upd, _ = updater(val(bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: "$$k"}}}}}), mustRaw(bson.D{{Key: "k", Value: "c"}}))
+	if nd, err = upd(doc, false); err != nil || nd.Lookup("x").StringValue() != "c" {
+		t.Fatalf("constants: %v %v", nd, err)
+	}
+	if _, err := updater(val(bson.A{bson.D{{Key: "$group", Value: bson.D{}}}}), nil); err == nil || err.(*CmdError).Code != 72 {
+		t.Fatalf("$group in an update: %v", err)
+	}
+	if _, err := updater(val(1), nil); err == nil {
+		t.Fatal("a number as an update")
+	}
+}
