@@ -185,7 +185,8 @@ func convertTo(v bson.RawValue, to string) (bson.RawValue, error) {
 	return missing, cerr(2, "Unknown type name: %s", to)
 }
 
-// formatDouble writes a double as mongod's $toString does.
+// formatDouble writes a double as mongod's $toString does: printf's %g,
+// six significant digits.
 func formatDouble(f float64) string {
 	switch {
 	case math.IsNaN(f):
@@ -194,8 +195,10 @@ func formatDouble(f float64) string {
 		return "Infinity"
 	case math.IsInf(f, -1):
 		return "-Infinity"
+	case f == 0 && math.Signbit(f):
+		return "-0"
 	}
-	return strconv.FormatFloat(f, 'g', -1, 64)
+	return strconv.FormatFloat(f, 'g', 6, 64)
 }
 
 func opConvert(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
