@@ -25,22 +25,41 @@ type pipeline struct {
 // stageFn transforms the documents flowing through a pipeline.
 type stageFn func(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error)
 
-// stages is filled in init (the table refers to functions that run pipelines).
-var stages map[string]stageFn
+// stages is the table of stage names; each file adds its own in an init
+// function (the functions run pipelines, so the table cannot be a literal).
+var stages = map[string]stageFn{}
 
-// firstStages must open a pipeline; they produce its documents.
-var firstStages = map[string]bool{"$collStats": true, "$documents": true}
+// sourceStages must open a pipeline and produce its documents; those marked
+// true also open a database-level pipeline ({aggregate: 1}).
+var sourceStages = map[string]bool{"$collStats": false, "$documents": true}
 
 func init() {
-	stages = map[string]stageFn{
-		"$match": stageMatch, "$sort": stageSort, "$skip": stageSkip, "$limit": stageLimit,
-		"$project": stageProject, "$addFields": stageAddFields, "$set": stageAddFields, "$unset": stageUnset,
-		"$replaceRoot": stageReplaceRoot, "$replaceWith": stageReplaceWith,
-		"$group": stageGroup, "$bucket": stageBucket, "$bucketAuto": stageBucketAuto, "$sortByCount": stageSortByCount, "$count": stageCount,
-		"$unwind": stageUnwind, "$lookup": stageLookup, "$facet": stageFacet, "$sample": stageSample,
-		"$collStats": stageCollStats, "$documents": stageDocuments, "$out": stageOut, "$merge": stageMerge,
-		"$unionWith": stageUnionWith, "$graphLookup": stageGraphLookup, "$redact": stageRedact,
-	}
+	stages["$match"] = stageMatch
+	stages["$sort"] = stageSort
+	stages["$skip"] = stageSkip
+	stages["$limit"] = stageLimit
+	stages["$project"] = stageProject
+	stages["$addFields"] = stageAddFields
+	stages["$set"] = stageAddFields
+	stages["$unset"] = stageUnset
+	stages["$replaceRoot"] = stageReplaceRoot
+	stages["$replaceWith"] = stageReplaceWith
+	stages["$group"] = stageGroup
+	stages["$bucket"] = stageBucket
+	stages["$bucketAuto"] = stageBucketAuto
+	stages["$sortByCount"] = stageSortByCount
+	stages["$count"] = stageCount
+	stages["$unwind"] = stageUnwind
+	stages["$lookup"] = stageLookup
+	stages["$facet"] = stageFacet
+	stages["$sample"] = stageSample
+	stages["$collStats"] = stageCollStats
+	stages["$documents"] = stageDocuments
+	stages["$out"] = stageOut
+	stages["$merge"] = stageMerge
+	stages["$unionWith"] = stageUnionWith
+	stages["$graphLookup"] = stageGraphLookup
+	stages["$redact"] = stageRedact
 }
 
 // aggregateFields are the fields an aggregate command may carry (others → 40415).
@@ -115,7 +134,7 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 		return bson.D{{Key: "explainVersion", Value: "1"}, {Key: "stages", Value: arr}}, nil
 	}
 	var docs []bson.Raw
-	if p.coll != "" && !firstStages[firstKey(specs)] {
+	if _, source := sourceStages[firstKey(specs)]; p.coll != "" && !source {
 		if docs, err = c.n.matching(req, db, p.coll, nil); err != nil {
 			return nil, err
 		}
@@ -163,13 +182,13 @@ func checkStageSpecs(specs []bson.RawValue, collectionless bool, nested string) 
 		if _, ok := stages[name]; !ok {
 			return cerr(40324, "Unrecognized pipeline stage name: '%s'", name)
 		}
-		if firstStages[name] && i != 0 {
+		if _, source := sourceStages[name]; source && i != 0 {
 			return cerr(40602, "%s is only valid as the first stage in a pipeline", name)
 		}
 		if err := checkOutputStage(name, i, len(specs), nested); err != nil {
 			return err
 		}
-		if i == 0 && collectionless && name != "$documents" {
+		if i == 0 && collectionless && !sourceStages[name] {
 			return cerr(73, "{aggregate: 1} is not valid for '%s'; a collection is required.", name)
 		}
 	}
