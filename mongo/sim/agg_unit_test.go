@@ -72,6 +72,17 @@ func TestPipelineShapes(t *testing.T) {
 		{[]string{`{"_id": 1}`}, `[{"$match": {"_id": 1}}, {"$documents": [{"a": 1}]}]`, `ERR Location40602`},
 		{[]string{`{"_id": 1, "a": 2}`}, `[{"$match": {"$expr": {"$eq": ["$a", 2]}, "_id": 1}}]`, `{"_id":1,"a":2}`},
 		{[]string{`{"_id": 1, "a": 2}`}, `[{"$match": {"$expr": {"$eq": ["$a", 2]}, "_id": 2}}]`, ``},
+		// $setWindowFields
+		{[]string{`{"_id": 1, "g": "a", "t": 1, "v": 10}`, `{"_id": 2, "g": "b", "t": 1, "v": 1}`, `{"_id": 3, "g": "a", "t": 2, "v": 20}`, `{"_id": 4, "g": "a", "t": 3, "v": 30}`},
+			`[{"$setWindowFields": {"partitionBy": "$g", "sortBy": {"t": 1}, "output": {
+			  "run": {"$sum": "$v", "window": {"documents": ["unbounded", "current"]}},
+			  "avg2": {"$avg": "$v", "window": {"documents": [-1, 0]}},
+			  "all": {"$sum": "$v"},
+			  "near": {"$push": "$v", "window": {"range": [-1, 1]}},
+			  "rank": {"$rank": {}}, "prev": {"$shift": {"output": "$v", "by": -1, "default": 0}}}}}, {"$project": {"g": 0, "t": 0, "v": 0}}]`,
+			`{"_id":1,"run":10,"avg2":10.0,"all":60,"near":[10,20],"rank":1,"prev":0} {"_id":3,"run":30,"avg2":15.0,"all":60,"near":[10,20,30],"rank":2,"prev":10} ` +
+				`{"_id":4,"run":60,"avg2":25.0,"all":60,"near":[20,30],"rank":3,"prev":20} {"_id":2,"run":1,"avg2":1.0,"all":1,"near":[1],"rank":1,"prev":0}`},
+		{[]string{`{"_id": 1}`}, `[{"$setWindowFields": {"output": {"r": {"$rank": {}}}}}]`, `ERR Location5371602`},
 	} {
 		if got := runPipelineJSON(t, c.docs, c.pipeline); got != c.want {
 			t.Errorf("%s on %v:\n got %s\nwant %s", c.pipeline, c.docs, got, c.want)
