@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -8,7 +9,7 @@ import (
 )
 
 // Date arithmetic and construction: $dateAdd, $dateSubtract, $dateDiff,
-// $dateFromParts, $dateToParts, $dateFromString.
+// $dateTrunc, $dateFromParts, $dateToParts, $dateFromString.
 
 var timeUnits = map[string]bool{"year": true, "quarter": true, "month": true, "week": true, "day": true,
 	"hour": true, "minute": true, "second": true, "millisecond": true}
@@ -20,6 +21,7 @@ func init() {
 	exprOps["$dateFromParts"] = opDateFromParts
 	exprOps["$dateToParts"] = opDateToParts
 	exprOps["$dateFromString"] = opDateFromString
+	exprOps["$dateTrunc"] = opDateTrunc
 }
 
 // evalNamed evaluates each named argument that is present.
@@ -359,4 +361,84 @@ func opDateFromString(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		}
 	}
 	return fail(cerr(241, "an incomplete date/time string has been found, with elements missing: \"%s\"", s))
+}
+
+// opDateTrunc truncates to bins of binSize units counted from 2000-01-01, as mongod does.
+func opDateTrunc(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+	if _, ok := arg.DocumentOK(); !ok {
+		return missing, cerr(5439007, "$dateTrunc only supports an object as its argument")
+	}
+	m, err := namedArgs("$dateTrunc", arg, 5439008, []string{"date", "unit", "binSize", "timezone", "startOfWeek"}, "date", "unit")
+	if err != nil {
+		return missing, err
+	}
+	loc, isNull, err := timezone(x, m["timezone"])
+	if err != nil || isNull {
+		return nullValue, err
+	}
+	delete(m, "timezone")
+	v, err := evalNamed(x, m)
+	if err != nil {
+		return missing, err
+	}
+	for _, k := range []string{"date", "unit", "binSize", "startOfWeek"} {
+		if w, ok := v[k]; ok && nullish(w) {
+			return nullValue, nil
+		}
+	}
+	t, err := asTime(v["date"])
+	if err != nil {
+		return missing, cerr(5439012, "$dateTrunc requires 'date' to be a date, but got %s", exprTypeName(v["date"]))
+	}
+	unit, err := timeUnit("$dateTrunc", v["unit"])
+	if err != nil {
+		return missing, err
+	}
+	bin := int64(1)
+	if b, ok := v["binSize"]; ok {
+		n, isInt := intArg(b)
+		if !isNumber(b) || !isInt || b.Type == bson.TypeDouble && b.Double() != float64(n) || n <= 0 {
+			return missing, cerr(5439017, "$dateTrunc requires 'binSize' to be a 64-bit integer greater than 0, but got value '%s' of type %s", b.String(), exprTypeName(b))
+		}
+		bin = n
+	}
+	weekStart := time.Sunday
+	if sw, ok := v["startOfWeek"]; ok && unit == "week" {
+		s, _ := sw.StringValueOK()
+		found := false
+		for d := time.Sunday; d <= time.Saturday; d++ {
+			if strings.EqualFold(s, d.String()) || strings.EqualFold(s, d.String()[:3]) {
+				weekStart, found = d, true
+			}
+		}
+		if !found {
+			return missing, cerr(5439016, "$dateTrunc parameter 'startOfWeek' value cannot be recognized as a day of a week: %s", s)
+		}
+	}
+	t = t.In(loc)
+	ref := time.Date(2000, 1, 1, 0, 0, 0, 0, loc)
+	var out time.Time
+	switch unit {
+	case "year", "quarter", "month":
+		per := map[string]int64{"year": 12, "quarter": 3, "month": 1}[unit] * bin
+		months := int64(t.Year()-2000)*12 + int64(t.Month()) - 1
+		out = ref.AddDate(0, int(floorDiv(months, per)*per), 0)
+	case "week", "day":
+		if unit == "week" {
+			for ref.Weekday() != weekStart {
+				ref = ref.AddDate(0, 0, 1)
+			}
+			bin *= 7
+		}
+		day := time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, loc)
+		days := int64(math.Round(day.Sub(ref).Hours() / 24))
+		out = ref.AddDate(0, 0, int(floorDiv(days, bin)*bin))
+	default:
+		d := map[string]int64{"hour": 3600000, "minute": 60000, "second": 1000, "millisecond": 1}[unit] * bin
+		_, off := t.Zone()
+		ms := t.UnixMilli() + int64(off)*1000
+		refMs := ref.UnixMilli() + int64(off)*1000
+		out = time.UnixMilli(floorDiv(ms-refMs, d)*d + refMs - int64(off)*1000)
+	}
+	return val(bson.NewDateTimeFromTime(out)), nil
 }

@@ -61,7 +61,8 @@ func init() {
 	exprOps["$trim"] = trimOp("$trim", strings.Trim)
 	exprOps["$ltrim"] = trimOp("$ltrim", strings.TrimLeft)
 	exprOps["$rtrim"] = trimOp("$rtrim", strings.TrimRight)
-	exprOps["$indexOfCP"] = opIndexOfCP
+	exprOps["$indexOfCP"] = indexOfOp("$indexOfCP", true)
+	exprOps["$indexOfBytes"] = indexOfOp("$indexOfBytes", false)
 	exprOps["$regexMatch"] = opRegexMatch
 }
 
@@ -247,48 +248,67 @@ func trimOp(name string, f func(string, string) string) exprOp {
 	}
 }
 
-func opIndexOfCP(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
-	a, err := x.args("$indexOfCP", arg, 2, 4)
-	if err != nil {
-		return missing, err
+// indexOfOp is $indexOfCP (code points) or $indexOfBytes.
+func indexOfOp(name string, codePoints bool) exprOp {
+	first, second := int32(40093), int32(40094)
+	if !codePoints {
+		first, second = 40091, 40092
 	}
-	if nullish(a[0]) {
-		return nullValue, nil
-	}
-	s, ok := a[0].StringValueOK()
-	if !ok {
-		return missing, cerr(40093, "$indexOfCP requires a string as the first argument, found: %s", exprTypeName(a[0]))
-	}
-	sub, ok := a[1].StringValueOK()
-	if !ok {
-		return missing, cerr(40094, "$indexOfCP requires a string as the second argument, found: %s", exprTypeName(a[1]))
-	}
-	r := []rune(s)
-	start, end := int64(0), int64(len(r))
-	for i, v := range a[2:] {
-		n, ok := v.AsInt64OK()
-		if f, isF := v.DoubleOK(); isF && f == float64(int64(f)) {
-			n, ok = int64(f), true
+	return func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+		a, err := x.args(name, arg, 2, 4)
+		if err != nil {
+			return missing, err
 		}
+		if nullish(a[0]) {
+			return nullValue, nil
+		}
+		s, ok := a[0].StringValueOK()
 		if !ok {
-			return missing, cerr(40096, "$indexOfCP requires an integral starting index, found a value of type: %s, with value: %s", exprTypeName(v), v.String())
+			return missing, cerr(first, "%s requires a string as the first argument, found: %s", name, exprTypeName(a[0]))
 		}
-		if n < 0 {
-			return missing, cerr(40097, "$indexOfCP requires a nonnegative start index, found: %d", n)
+		sub, ok := a[1].StringValueOK()
+		if !ok {
+			return missing, cerr(second, "%s requires a string as the second argument, found: %s", name, exprTypeName(a[1]))
 		}
-		if i == 0 {
-			start = n
+		units := []string{}
+		if codePoints {
+			for _, r := range s {
+				units = append(units, string(r))
+			}
 		} else {
-			end = min(n, end)
+			for i := 0; i < len(s); i++ {
+				units = append(units, s[i:i+1])
+			}
 		}
-	}
-	sr := []rune(sub)
-	for i := start; i+int64(len(sr)) <= end; i++ {
-		if string(r[i:i+int64(len(sr))]) == sub {
-			return val(int32(i)), nil
+		subLen := len(sub)
+		if codePoints {
+			subLen = utf8.RuneCountInString(sub)
 		}
+		start, end := int64(0), int64(len(units))
+		for i, v := range a[2:] {
+			n, ok := v.AsInt64OK()
+			if f, isF := v.DoubleOK(); isF && f == float64(int64(f)) {
+				n, ok = int64(f), true
+			}
+			if !ok {
+				return missing, cerr(40096, "%s requires an integral starting index, found a value of type: %s, with value: %s", name, exprTypeName(v), v.String())
+			}
+			if n < 0 {
+				return missing, cerr(40097, "%s requires a nonnegative start index, found: %d", name, n)
+			}
+			if i == 0 {
+				start = n
+			} else {
+				end = min(n, end)
+			}
+		}
+		for i := start; i+int64(subLen) <= end; i++ {
+			if strings.Join(units[i:i+int64(subLen)], "") == sub {
+				return val(int32(i)), nil
+			}
+		}
+		return val(int32(-1)), nil
 	}
-	return val(int32(-1)), nil
 }
 
 func opRegexMatch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
