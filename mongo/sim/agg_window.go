@@ -112,6 +112,10 @@ func parseWindowOutput(name string, spec bson.RawValue, sortKeys []bson.RawEleme
 		if len(sortKeys) != 1 {
 			return nil, cerr(5371602, "%s must be specified with a top level sortBy expression with exactly one element", w.op)
 		}
+	case w.op == "$locf" || w.op == "$linearFill":
+		if w.op == "$linearFill" && len(sortKeys) != 1 {
+			return nil, cerr(605001, "$linearFill must be specified with a top level sortBy expression with exactly one element")
+		}
 	case w.op == "$shift":
 		m, err := namedArgs("$shift", w.arg, 5433602, []string{"output", "by", "default"}, "output", "by")
 		if err != nil {
@@ -285,6 +289,15 @@ func windowValue(w *windowOutput, i int, vals []bson.RawValue, key func(int) bso
 			return val(int32(rank)), nil
 		}
 		return val(int32(dense)), nil
+	case "$locf":
+		for j := i; j >= 0; j-- {
+			if !nullish(vals[j]) {
+				return vals[j], nil
+			}
+		}
+		return nullValue, nil
+	case "$linearFill":
+		return linearFill(i, vals, key)
 	case "$shift":
 		j := int64(i) + w.shiftBy
 		if j < 0 || j >= int64(len(vals)) {
@@ -356,4 +369,52 @@ func shiftKey(cur, off bson.RawValue, unit string) (bson.RawValue, error) {
 		return missing, cerr(5429414, "Invalid range: Expected the sortBy field to be a number, but it was %s", exprTypeName(cur))
 	}
 	return addNum(toNum(cur), toNum(off)).value(), nil
+}
+
+// linearFill interpolates a null between the nearest non-null values before
+// and after it, along the (numeric or date) sort key.
+func linearFill(i int, vals []bson.RawValue, key func(int) bson.RawValue) (bson.RawValue, error) {
+	if !nullish(vals[i]) {
+		return vals[i], nil
+	}
+	prev, next := -1, -1
+	for j := i - 1; j >= 0 && prev < 0; j-- {
+		if !nullish(vals[j]) {
+			prev = j
+		}
+	}
+	for j := i + 1; j < len(vals) && next < 0; j++ {
+		if !nullish(vals[j]) {
+			next = j
+		}
+	}
+	if prev < 0 || next < 0 {
+		return nullValue, nil
+	}
+	pos := func(v bson.RawValue) (float64, error) {
+		switch {
+		case v.Type == bson.TypeDateTime:
+			return float64(v.DateTime()), nil
+		case isNumber(v):
+			return toNum(v).float(), nil
+		}
+		return 0, cerr(6050106, "There can be no repeated values in the sort field or non-numeric values for $linearFill")
+	}
+	xp, err := pos(key(prev))
+	if err != nil {
+		return missing, err
+	}
+	xn, err := pos(key(next))
+	if err != nil {
+		return missing, err
+	}
+	xi, err := pos(key(i))
+	if err != nil {
+		return missing, err
+	}
+	if !isNumber(vals[prev]) || !isNumber(vals[next]) {
+		return missing, cerr(6050104, "Value to be filled must be numeric or nullish, but found %s", exprTypeName(vals[prev]))
+	}
+	yp, yn := toNum(vals[prev]).float(), toNum(vals[next]).float()
+	return val(yp + (yn-yp)*(xi-xp)/(xn-xp)), nil
 }
