@@ -347,6 +347,25 @@ func TestAggregateCommandOptions(t *testing.T) {
 	if _, err := run(`{"aggregate": 1, "pipeline": [{"$match": {}}], "cursor": {}}`); serverCode(err) != 73 {
 		t.Fatalf("collectionless $match: %v", err)
 	}
+	if _, err := run(`{"aggregate": "c", "pipeline": [], "cursor": {}, "allowDiskUse": "yes"}`); serverCode(err) != 14 {
+		t.Fatalf("allowDiskUse of the wrong type: %v", err)
+	}
+	if _, err := run(`{"aggregate": "c", "pipeline": [], "cursor": {}, "collation": {"locale": "simple"}}`); err != nil {
+		t.Fatalf("simple collation: %v", err)
+	}
+	if _, err := run(`{"aggregate": "c", "pipeline": [], "cursor": {}, "collation": {"locale": "en", "strength": 2}}`); serverCode(err) != 2 {
+		t.Fatalf("a collation the simulator cannot honour: %v", err)
+	}
+	// getMore continues an aggregate cursor
+	cur, err := db.Collection("c").Aggregate(ctx30(t), mongo.Pipeline{{{Key: "$sort", Value: bson.D{{Key: "_id", Value: -1}}}}},
+		options.Aggregate().SetBatchSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []bson.M
+	if err := cur.All(ctx30(t), &all); err != nil || len(all) != 3 || all[0]["_id"] != int32(3) {
+		t.Fatalf("aggregate through getMore: %v %v", all, err)
+	}
 }
 
 // $out replaces a collection, $merge folds documents into one; both replicate as writes.

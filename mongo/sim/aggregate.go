@@ -69,6 +69,11 @@ var aggregateFields = map[string]bool{"aggregate": true, "pipeline": true, "expl
 	"apiVersion": true, "apiStrict": true, "apiDeprecationErrors": true, "maxTimeMSOpOnly": true, "readPreference": true,
 	"collectionUUID": true, "mayBypassWriteBlocking": true, "fromMongos": true, "needsMerge": true, "isMapReduceCommand": true}
 
+// aggregateFieldTypes are the BSON types mongod's IDL requires of some fields.
+var aggregateFieldTypes = map[string]bson.Type{"allowDiskUse": bson.TypeBoolean, "explain": bson.TypeBoolean,
+	"bypassDocumentValidation": bson.TypeBoolean, "collation": bson.TypeEmbeddedDocument, "readConcern": bson.TypeEmbeddedDocument,
+	"writeConcern": bson.TypeEmbeddedDocument}
+
 func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 	db := req.DB()
 	p := &pipeline{c: c, req: req, db: db, now: time.Now()}
@@ -85,6 +90,15 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 	for _, e := range els {
 		if !strings.HasPrefix(e.Key(), "$") && !aggregateFields[e.Key()] {
 			return nil, cerr(40415, "BSON field 'aggregate.%s' is an unknown field.", e.Key())
+		}
+		if want, typed := aggregateFieldTypes[e.Key()]; typed && e.Value().Type != want {
+			return nil, cerr(14, "BSON field 'aggregate.%s' is the wrong type '%s', expected type '%s'", e.Key(), exprTypeName(e.Value()), typeName(want))
+		}
+	}
+	if coll, ok := req.Body.Lookup("collation").DocumentOK(); ok {
+		// comparisons under a collation are not modelled: refuse rather than answer as binary
+		if loc, _ := coll.Lookup("locale").StringValueOK(); loc != "simple" {
+			return nil, cerr(2, "the simulator models only the simple collation, not %s", coll.String())
 		}
 	}
 	pv, err := req.Body.LookupErr("pipeline")
