@@ -145,8 +145,12 @@ func opSlice(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		return missing, cerr(28724, "First argument to $slice must be an array, but is of type: %s", exprTypeName(a[0]))
 	}
 	for i, v := range a[1:] {
+		which := []string{"Second", "Third"}[i]
 		if !isNumber(v) {
-			return missing, cerr(int32(28725+i), "%s argument to $slice must be numeric, but is of type: %s", []string{"Second", "Third"}[i], exprTypeName(v))
+			return missing, cerr(int32(28725+2*i), "%s argument to $slice must be numeric, but is of type: %s", which, exprTypeName(v))
+		}
+		if !toNum(v).int32OK() {
+			return missing, cerr(int32(28726+2*i), "%s argument to $slice can't be represented as a 32-bit integer: %s", which, v.String())
 		}
 	}
 	size := int64(len(el))
@@ -172,9 +176,12 @@ func opSlice(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	if start > size {
 		start = size
 	}
-	end := min(size, start+n)
+	end := start + min(n, size-start) // no overflow for huge n
 	return arrayValue(el[start:end]), nil
 }
+
+// rangeLimit caps $range's output as mongod's 100 MB memory limit does (16 bytes an element).
+const rangeLimit = 100 << 20 / 16
 
 func opRange(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	a, err := x.args("$range", arg, 2, 3)
@@ -196,6 +203,9 @@ func opRange(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	}
 	if v[2] == 0 {
 		return missing, cerr(34449, "$range requires a non-zero step value")
+	}
+	if n := (v[1] - v[0]) / v[2]; n > rangeLimit {
+		return missing, cerr(146, "$range would use too much memory (%d bytes) and cannot spill to disk. Memory limit: %d bytes", n*16, rangeLimit*16)
 	}
 	out := []bson.RawValue{}
 	for i := v[0]; v[2] > 0 && i < v[1] || v[2] < 0 && i > v[1]; i += v[2] {

@@ -33,6 +33,15 @@ func toNum(v bson.RawValue) num {
 	return num{kind: 2, f: v.Double()}
 }
 
+// int32OK reports whether n is an integer that fits in an int32, as mongod's
+// "representable as a 32-bit integer" checks ask.
+func (n num) int32OK() bool {
+	if n.kind == 2 {
+		return n.f == math.Trunc(n.f) && n.f >= math.MinInt32 && n.f <= math.MaxInt32
+	}
+	return n.i >= math.MinInt32 && n.i <= math.MaxInt32
+}
+
 func (n num) float() float64 {
 	if n.kind == 2 {
 		return n.f
@@ -343,8 +352,19 @@ func opPow(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		}
 		return val(math.Pow(b.float(), e.float())), nil
 	}
+	switch b.i { // powers that never overflow
+	case 0:
+		if e.i == 0 {
+			return num{kind: k, i: 1}.value(), nil
+		}
+		return num{kind: k}.value(), nil
+	case 1:
+		return num{kind: k, i: 1}.value(), nil
+	case -1:
+		return num{kind: k, i: 1 - 2*(e.i%2)}.value(), nil
+	}
 	r := num{kind: k, i: 1}
-	for i := int64(0); i < e.i; i++ {
+	for i := int64(0); i < e.i; i++ { // |b| >= 2: overflows within 64 steps
 		r = mulNum(r, b)
 		if r.kind == 2 {
 			return val(math.Pow(b.float(), e.float())), nil

@@ -133,7 +133,7 @@ func opSubstrBytes(name string) exprOp {
 			return val(""), nil
 		}
 		end := int64(len(s))
-		if length >= 0 && start+length < end {
+		if length >= 0 && length < end-start {
 			end = start + length
 		}
 		if !utf8.RuneStart(s[start]) || end < int64(len(s)) && !utf8.RuneStart(s[end]) {
@@ -159,10 +159,10 @@ func opSubstrCP(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		return missing, cerr(34452, "$substrCP: length must be a numeric type (is BSON type %s)", exprTypeName(a[2]))
 	}
 	start, length := toNum(a[1]), toNum(a[2])
-	if start.kind == 2 && start.f != float64(int64(start.f)) {
+	if !start.int32OK() {
 		return missing, cerr(34451, "$substrCP: starting index cannot be represented as a 32-bit integral value: %s", a[1].String())
 	}
-	if length.kind == 2 && length.f != float64(int64(length.f)) {
+	if !length.int32OK() {
 		return missing, cerr(34453, "$substrCP: length cannot be represented as a 32-bit integral value: %s", a[2].String())
 	}
 	st, ln := int64(start.float()), int64(length.float())
@@ -176,7 +176,7 @@ func opSubstrCP(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	if st >= int64(len(r)) {
 		return val(""), nil
 	}
-	end := min(st+ln, int64(len(r)))
+	end := st + min(ln, int64(len(r))-st)
 	return val(string(r[st:end])), nil
 }
 

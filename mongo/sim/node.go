@@ -437,7 +437,7 @@ var codeNames = map[int32]string{
 	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373",
 	// aggregation
-	15: "Overflow", 168: "InvalidPipelineOperator", 241: "ConversionFailure",
+	15: "Overflow", 146: "ExceededMemoryLimit", 168: "InvalidPipelineOperator", 241: "ConversionFailure",
 }
 
 func codeName(c int32) string {
