@@ -260,7 +260,8 @@ func FuzzExprEval(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
 		in := bson.Raw(b)
-		if in.Validate() != nil {
+		var full bson.D // decoding checks nested values too, as the wire layer's BSON check would
+		if in.Validate() != nil || bson.Unmarshal(b, &full) != nil {
 			return
 		}
 		d, ok := in.Lookup("d").DocumentOK()
