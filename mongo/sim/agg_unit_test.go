@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -114,4 +115,51 @@ func TestApplyPipelineUpdate(t *testing.T) {
 	if _, err := updater(val(1), nil); err == nil {
 		t.Fatal("a number as an update")
 	}
+}
+
+// FuzzAggregate: no pipeline, however malformed, panics the aggregate command.
+func FuzzAggregate(f *testing.F) {
+	cfg := DefaultConfig()
+	cfg.DBPath = f.TempDir()
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { _ = n.store.Close() })
+	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	var docs bson.A
+	for _, d := range []string{`{"_id": 1, "a": [1, {"b": 2}], "s": "x", "d": {"$date": "2024-01-01T00:00:00Z"}}`, `{"_id": 2, "a": 5, "o": {"p": null}}`, `{"_id": 3}`} {
+		var r bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(d), false, &r); err != nil {
+			f.Fatal(err)
+		}
+		docs = append(docs, r)
+	}
+	if _, err := c.cmdInsert(&Request{Body: mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: docs}, {Key: "$db", Value: "t"}})}); err != nil {
+		f.Fatal(err)
+	}
+	for _, p := range []string{
+		`[{"$group": {"_id": "$a", "n": {"$sum": 1}, "t": {"$top": {"sortBy": {"_id": 1}, "output": "$s"}}}}]`,
+		`[{"$project": {"a.b": 1, "x": {"$concat": ["$s", "y"]}}}, {"$unwind": {"path": "$a", "includeArrayIndex": "i"}}]`,
+		`[{"$lookup": {"from": "c", "localField": "a", "foreignField": "_id", "as": "j"}}, {"$facet": {"x": [{"$count": "n"}]}}]`,
+		`[{"$setWindowFields": {"sortBy": {"_id": 1}, "output": {"r": {"$sum": "$_id", "window": {"documents": [-1, 1]}}}}}]`,
+		`[{"$bucketAuto": {"groupBy": "$_id", "buckets": 2}}, {"$sortByCount": "$count"}]`,
+		`[{"$graphLookup": {"from": "c", "startWith": "$a", "connectFromField": "a", "connectToField": "_id", "as": "g"}}]`,
+		`[{"$merge": {"into": "m", "whenMatched": [{"$set": {"x": "$$new.a"}}]}}]`,
+	} {
+		var r bson.Raw
+		if err := bson.UnmarshalExtJSON([]byte(`{"p": `+p+`}`), false, &r); err != nil {
+			f.Fatal(err)
+		}
+		f.Add([]byte(r))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := bson.Raw(b)
+		var full bson.D
+		if in.Validate() != nil || bson.Unmarshal(b, &full) != nil || in.Lookup("p").Type == 0 {
+			return
+		}
+		body := mustRaw(bson.D{{Key: "aggregate", Value: "c"}, {Key: "pipeline", Value: in.Lookup("p")}, {Key: "cursor", Value: bson.D{}}, {Key: "$db", Value: "t"}})
+		_, _ = c.cmdAggregate(&Request{Body: body})
+	})
 }
