@@ -246,49 +246,67 @@ func (p *pipeline) run(docs []bson.Raw, specs []bson.RawValue) ([]bson.Raw, erro
 	return docs, nil
 }
 
-// stageMatch filters with the query language; a top-level $expr sees the
-// pipeline's variables ($lookup's let).
+// stageMatch filters with the query language; $expr, also inside $and/$or/$nor,
+// sees the pipeline's variables ($lookup's let).
 func stageMatch(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 	f, ok := spec.DocumentOK()
 	if !ok {
 		return nil, cerr(15959, "the match filter must be an expression in an object")
 	}
-	var exprs []bson.RawValue
-	rest := bson.D{}
-	els, _ := f.Elements()
-	for _, e := range els {
-		if e.Key() == "$expr" {
-			exprs = append(exprs, e.Value())
-			continue
-		}
-		rest = append(rest, bson.E{Key: e.Key(), Value: e.Value()})
-	}
-	residual := mustRaw(rest)
 	var out []bson.Raw
 	for _, d := range docs {
-		keep := true
-		for _, x := range exprs {
-			v, err := p.ctx(d).eval(x)
-			if err != nil {
-				return nil, err
-			}
-			keep = keep && truthy(v)
-		}
-		if keep && len(rest) > 0 {
-			m, err := Match(d, residual)
-			if err != nil {
-				if ce, ok := err.(*CmdError); ok {
-					return nil, ce
-				}
-				return nil, cerr(2, "%s", err.Error())
-			}
-			keep = m
+		keep, err := p.matches(d, f)
+		if err != nil {
+			return nil, exprError(err)
 		}
 		if keep {
 			out = append(out, d)
 		}
 	}
 	return out, nil
+}
+
+// matches evaluates $expr and the logical operators here and the rest with Match.
+func (p *pipeline) matches(d, filter bson.Raw) (bool, error) {
+	els, _ := filter.Elements()
+	for _, e := range els {
+		var ok bool
+		var err error
+		subs, isArr := arrayElems(e.Value())
+		switch {
+		case e.Key() == "$expr":
+			var v bson.RawValue
+			v, err = p.ctx(d).eval(e.Value())
+			ok = truthy(v)
+		case (e.Key() == "$and" || e.Key() == "$or" || e.Key() == "$nor") && isArr && len(subs) > 0 && allDocs(subs):
+			hits := 0
+			for _, s := range subs {
+				m, err := p.matches(d, s.Document())
+				if err != nil {
+					return false, err
+				}
+				if m {
+					hits++
+				}
+			}
+			ok = e.Key() == "$and" && hits == len(subs) || e.Key() == "$or" && hits > 0 || e.Key() == "$nor" && hits == 0
+		default:
+			ok, err = Match(d, mustRaw(bson.D{{Key: e.Key(), Value: e.Value()}}))
+		}
+		if err != nil || !ok {
+			return false, err
+		}
+	}
+	return true, nil
+}
+
+func allDocs(vals []bson.RawValue) bool {
+	for _, v := range vals {
+		if v.Type != bson.TypeEmbeddedDocument {
+			return false
+		}
+	}
+	return true
 }
 
 func stageSort(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {

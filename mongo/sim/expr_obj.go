@@ -44,7 +44,7 @@ func init() {
 // mergeObjects combines documents left to right; null and missing are skipped.
 func mergeObjects(vals []bson.RawValue) (bson.RawValue, error) {
 	out := bson.D{}
-	for i, v := range vals {
+	for _, v := range vals {
 		if nullish(v) {
 			continue
 		}
@@ -52,7 +52,6 @@ func mergeObjects(vals []bson.RawValue) (bson.RawValue, error) {
 		if !ok {
 			return missing, cerr(40400, "$mergeObjects requires object inputs, but input %s is of type %s", v.String(), exprTypeName(v))
 		}
-		_ = i
 		els, _ := d.Elements()
 		for _, e := range els {
 			out = setTop(out, e.Key(), e.Value())
