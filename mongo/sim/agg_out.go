@@ -144,7 +144,7 @@ func parseMerge(spec bson.RawValue, defaultDB string) (*mergeSpec, error) {
 		case "whenMatched":
 			if pipe, ok := arrayElems(v); ok {
 				m.whenMatched, m.matchedPipe = "pipeline", pipe
-				if _, err := updater(v, nil); err != nil {
+				if _, err := updater(v); err != nil {
 					return nil, err
 				}
 				break

@@ -97,7 +97,7 @@ func TestPipelineShapes(t *testing.T) {
 // Pipeline updates keep _id and refuse stages other than the reshaping ones.
 func TestApplyPipelineUpdate(t *testing.T) {
 	doc := mustRaw(bson.D{{Key: "_id", Value: 1}, {Key: "a", Value: 1}})
-	upd, err := updater(val(bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "b", Value: "$a"}}}}}), nil)
+	upd, err := updater(val(bson.A{bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 0}, {Key: "b", Value: "$a"}}}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,14 +105,15 @@ func TestApplyPipelineUpdate(t *testing.T) {
 	if err != nil || nd.String() != `{"_id": {"$numberInt":"1"},"b": {"$numberInt":"1"}}` {
 		t.Fatalf("dropping _id keeps it: %v %v", nd, err)
 	}
-	upd, _ = updater(val(bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: "$$k"}}}}}), mustRaw(bson.D{{Key: "k", Value: "c"}}))
-	if nd, err = upd(doc, false); err != nil || nd.Lookup("x").StringValue() != "c" {
-		t.Fatalf("constants: %v %v", nd, err)
+	upd, _ = updater(val(bson.A{bson.D{{Key: "$set", Value: bson.D{{Key: "x", Value: "$$k"}, {Key: "y", Value: "$$l"}}}}}),
+		mustRaw(bson.D{{Key: "k", Value: "let"}, {Key: "l", Value: "let"}}), mustRaw(bson.D{{Key: "k", Value: "c"}}))
+	if nd, err = upd(doc, false); err != nil || nd.Lookup("x").StringValue() != "c" || nd.Lookup("y").StringValue() != "let" {
+		t.Fatalf("let and constants: %v %v", nd, err)
 	}
-	if _, err := updater(val(bson.A{bson.D{{Key: "$group", Value: bson.D{}}}}), nil); err == nil || err.(*CmdError).Code != 72 {
+	if _, err := updater(val(bson.A{bson.D{{Key: "$group", Value: bson.D{}}}})); err == nil || err.(*CmdError).Code != 72 {
 		t.Fatalf("$group in an update: %v", err)
 	}
-	if _, err := updater(val(1), nil); err == nil {
+	if _, err := updater(val(1)); err == nil {
 		t.Fatal("a number as an update")
 	}
 }

@@ -187,8 +187,9 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	}
 	for i, u := range ups {
 		q, _ := u.Lookup("q").DocumentOK()
+		let, _ := req.Body.Lookup("let").DocumentOK()
 		constants, _ := u.Lookup("c").DocumentOK()
-		apply, err := updater(u.Lookup("u"), constants)
+		apply, err := updater(u.Lookup("u"), let, constants)
 		if err != nil {
 			code, msg := updateError(err)
 			writeErrors = append(writeErrors, writeErr(i, code, msg))

@@ -13,9 +13,9 @@ var updateStages = map[string]bool{"$addFields": true, "$set": true, "$project":
 	"$replaceRoot": true, "$replaceWith": true}
 
 // updater returns the function that computes an updated document from an
-// update's u (operators or replacement document, or a pipeline) and its
-// constants c (the pipeline's variables).
-func updater(u bson.RawValue, constants bson.Raw) (func(doc bson.Raw, inserting bool) (bson.Raw, error), error) {
+// update's u (operators or replacement document, or a pipeline) and the
+// pipeline's variables (the command's let, then the statement's constants c).
+func updater(u bson.RawValue, vars ...bson.Raw) (func(doc bson.Raw, inserting bool) (bson.Raw, error), error) {
 	if spec, ok := u.DocumentOK(); ok {
 		return func(doc bson.Raw, inserting bool) (bson.Raw, error) { return ApplyUpdate(doc, spec, inserting) }, nil
 	}
@@ -39,11 +39,17 @@ func updater(u bson.RawValue, constants bson.Raw) (func(doc bson.Raw, inserting 
 			return nil, cerr(72, "%s is not allowed to be used within an update", els[0].Key())
 		}
 	}
-	var let map[string]bson.RawValue
-	if constants != nil {
-		var err error
-		if let, err = evalLet(newEvalCtx(emptyDoc, time.Now(), nil), constants); err != nil {
+	let := map[string]bson.RawValue{}
+	for _, d := range vars {
+		if d == nil {
+			continue
+		}
+		m, err := evalLet(newEvalCtx(emptyDoc, time.Now(), nil), d)
+		if err != nil {
 			return nil, err
+		}
+		for k, v := range m {
+			let[k] = v
 		}
 	}
 	return func(doc bson.Raw, _ bool) (bson.Raw, error) { return applyPipelineUpdate(doc, specs, let) }, nil
