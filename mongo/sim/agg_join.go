@@ -192,13 +192,10 @@ func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 	for i, d := range docs {
 		matched := foreignDocs
 		if local != "" {
-			lv := lookupPath(d, local)
-			if lv.Type == 0 {
-				lv = nullValue
-			}
-			keys := []bson.RawValue{lv}
-			if el, ok := arrayElems(lv); ok {
-				keys = el
+			var keys []bson.RawValue
+			pathValues(docValue(d), strings.Split(local, "."), &keys)
+			if len(keys) == 0 { // missing or empty: matches a null or missing foreign field
+				keys = []bson.RawValue{nullValue}
 			}
 			in := mustRaw(bson.D{{Key: foreign, Value: bson.D{{Key: "$in", Value: arrayValue(keys)}}}})
 			matched = nil
@@ -426,4 +423,28 @@ func stageGraphLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.
 		out[i] = setRaw(d, strings.Split(as, "."), arrayValue(found))
 	}
 	return out, nil
+}
+
+// pathValues collects the values along a path, through arrays of documents
+// and expanding a final array, as $lookup's localField does.
+func pathValues(v bson.RawValue, path []string, out *[]bson.RawValue) {
+	if len(path) == 0 {
+		if el, ok := arrayElems(v); ok {
+			*out = append(*out, el...)
+		} else if v.Type != 0 {
+			*out = append(*out, v)
+		}
+		return
+	}
+	switch v.Type {
+	case bson.TypeEmbeddedDocument:
+		pathValues(v.Document().Lookup(path[0]), path[1:], out)
+	case bson.TypeArray:
+		el, _ := arrayElems(v)
+		for _, e := range el {
+			if e.Type == bson.TypeEmbeddedDocument {
+				pathValues(e, path, out)
+			}
+		}
+	}
 }
