@@ -345,6 +345,13 @@ func TestAggregateCommandOptions(t *testing.T) {
 	if id, _ := r.Lookup("cursor", "id").Int64OK(); len(first) != 1 || id == 0 {
 		t.Fatalf("batchSize 1: %v", r)
 	}
+	r, err = run(`{"aggregate": 1, "pipeline": [{"$documents": [{"x": 1}]}, {"$project": {"t": {"$type": "$$CLUSTER_TIME"}}}], "cursor": {}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if typ, _ := r.Lookup("cursor", "firstBatch", "0", "t").StringValueOK(); typ != "timestamp" {
+		t.Fatalf("$$CLUSTER_TIME: %v", r)
+	}
 	r, err = run(`{"aggregate": 1, "pipeline": [{"$documents": [{"x": 1}, {"x": 2}]}, {"$match": {"x": 2}}], "cursor": {}}`)
 	if err != nil {
 		t.Fatal(err)

@@ -137,6 +137,14 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 			return nil, err
 		}
 	}
+	if c.n.cfg.ReplSet != "" { // $$CLUSTER_TIME: the newest timestamp this member has used or seen
+		if p.let == nil {
+			p.let = map[string]bson.RawValue{}
+		}
+		c.n.mu.Lock()
+		p.let["CLUSTER_TIME"] = val(c.n.lastTS)
+		c.n.mu.Unlock()
+	}
 	if err := checkStageSpecs(specs, p.coll == "", ""); err != nil {
 		return nil, err
 	}
