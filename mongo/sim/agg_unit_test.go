@@ -84,6 +84,9 @@ func TestPipelineShapes(t *testing.T) {
 			`{"_id":1,"run":10,"avg2":10.0,"all":60,"near":[10,20],"rank":1,"prev":0} {"_id":3,"run":30,"avg2":15.0,"all":60,"near":[10,20,30],"rank":2,"prev":10} ` +
 				`{"_id":4,"run":60,"avg2":25.0,"all":60,"near":[20,30],"rank":3,"prev":20} {"_id":2,"run":1,"avg2":1.0,"all":1,"near":[1],"rank":1,"prev":0}`},
 		{[]string{`{"_id": 1}`}, `[{"$setWindowFields": {"output": {"r": {"$rank": {}}}}}]`, `ERR Location5371602`},
+		{[]string{`{"_id": 1, "t": 1, "v": 10, "w": 1}`, `{"_id": 2, "t": 2}`, `{"_id": 3, "t": 3, "v": 30, "w": null}`},
+			`[{"$fill": {"sortBy": {"t": 1}, "output": {"v": {"method": "linear"}, "w": {"value": 0}}}}, {"$project": {"v": 1, "w": 1}}]`,
+			`{"_id":1,"v":10,"w":1} {"_id":2,"v":20.0,"w":0} {"_id":3,"v":30,"w":0}`},
 		{[]string{`{"_id": 1, "t": 1, "v": 10}`, `{"_id": 2, "t": 2}`, `{"_id": 3, "t": 4, "v": 40}`, `{"_id": 4, "t": 5, "v": null}`},
 			`[{"$setWindowFields": {"sortBy": {"t": 1}, "output": {"l": {"$locf": "$v"}, "f": {"$linearFill": "$v"}}}}, {"$project": {"l": 1, "f": 1}}]`,
 			`{"_id":1,"l":10,"f":10} {"_id":2,"l":10,"f":20.0} {"_id":3,"l":40,"f":40} {"_id":4,"l":40,"f":null}`},

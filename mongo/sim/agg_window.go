@@ -9,10 +9,12 @@ import (
 )
 
 // $setWindowFields: partitions sorted by sortBy, each output field an
-// accumulator over a document or range window, or a rank/shift operator.
+// accumulator over a document or range window, or a rank/shift/fill operator;
+// and $fill, which mongod builds on it.
 
 func init() {
 	stages["$setWindowFields"] = stageSetWindowFields
+	stages["$fill"] = stageFill
 }
 
 // windowBound is one end of a window: unbounded, the current document, or an offset.
@@ -417,4 +419,74 @@ func linearFill(i int, vals []bson.RawValue, key func(int) bson.RawValue) (bson.
 	}
 	yp, yn := toNum(vals[prev]).float(), toNum(vals[next]).float()
 	return val(yp + (yn-yp)*(xi-xp)/(xn-xp)), nil
+}
+
+// stageFill is mongod's $fill, which it rewrites into $setWindowFields (for
+// locf and linear) and $addFields (for value); so does this.
+func stageFill(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
+	s, ok := spec.DocumentOK()
+	if !ok {
+		return nil, cerr(14, "$fill specification must be an object, found %s", exprTypeName(spec))
+	}
+	window := bson.D{}
+	var byMethod, byValue bson.D
+	els, _ := s.Elements()
+	for _, e := range els {
+		switch e.Key() {
+		case "partitionBy", "sortBy":
+			window = append(window, bson.E{Key: e.Key(), Value: e.Value()})
+		case "partitionByFields":
+			fields, ok := arrayElems(e.Value())
+			if !ok {
+				return nil, cerr(14, "BSON field '$fill.partitionByFields' is the wrong type '%s', expected type 'array'", exprTypeName(e.Value()))
+			}
+			part := bson.D{}
+			for _, f := range fields {
+				name, _ := f.StringValueOK()
+				part = append(part, bson.E{Key: name, Value: "$" + name})
+			}
+			window = append(window, bson.E{Key: "partitionBy", Value: part})
+		case "output":
+			od, ok := e.Value().DocumentOK()
+			if !ok {
+				return nil, cerr(14, "BSON field '$fill.output' is the wrong type '%s', expected type 'object'", exprTypeName(e.Value()))
+			}
+			oels, _ := od.Elements()
+			for _, o := range oels {
+				spec, ok := o.Value().DocumentOK()
+				if !ok {
+					return nil, cerr(14, "BSON field '$fill.output.%s' is the wrong type, expected type 'object'", o.Key())
+				}
+				path := "$" + o.Key()
+				if v, err := spec.LookupErr("value"); err == nil {
+					byValue = append(byValue, bson.E{Key: o.Key(), Value: bson.D{{Key: "$ifNull", Value: bson.A{path, v}}}})
+					continue
+				}
+				switch m, _ := spec.Lookup("method").StringValueOK(); m {
+				case "locf":
+					byMethod = append(byMethod, bson.E{Key: o.Key(), Value: bson.D{{Key: "$locf", Value: path}}})
+				case "linear":
+					byMethod = append(byMethod, bson.E{Key: o.Key(), Value: bson.D{{Key: "$linearFill", Value: path}}})
+				default:
+					return nil, cerr(6050202, "Method must be either locf or linear")
+				}
+			}
+		default:
+			return nil, cerr(40415, "BSON field '$fill.%s' is an unknown field.", e.Key())
+		}
+	}
+	if byMethod == nil && byValue == nil {
+		return nil, cerr(40414, "BSON field '$fill.output' is missing but a required field")
+	}
+	var err error
+	if byMethod != nil {
+		window = append(window, bson.E{Key: "output", Value: byMethod})
+		if docs, err = stageSetWindowFields(p, val(window), docs); err != nil {
+			return nil, err
+		}
+	}
+	if byValue != nil {
+		return stageAddFields(p, val(byValue), docs)
+	}
+	return docs, nil
 }
