@@ -319,6 +319,34 @@ func (x *evalCtx) args(name string, arg bson.RawValue, min, max int) ([]bson.Raw
 
 // namedArgs reads an operator's {name: expr} argument: unknown fields are
 // refused with code, required ones must be present.
+// objectArgs is namedArgs with mongod's own codes and messages for a
+// non-object argument, an unknown field and each missing one.
+func objectArgs(op string, arg bson.RawValue, notObject, unknown int32, allowed []string, missingCodes map[string]int32) (map[string]bson.RawValue, error) {
+	if _, ok := arg.DocumentOK(); !ok {
+		return nil, cerr(notObject, "%s only supports an object as its argument", op)
+	}
+	els, _ := arg.Document().Elements()
+	for _, e := range els {
+		known := false
+		for _, a := range allowed {
+			known = known || a == e.Key()
+		}
+		if !known {
+			return nil, cerr(unknown, "Unrecognized parameter to %s: %s", op, e.Key())
+		}
+	}
+	m, err := namedArgs(op, arg, unknown, allowed)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range allowed {
+		if code, req := missingCodes[a]; req && m[a].Type == 0 {
+			return nil, cerr(code, "Missing '%s' parameter to %s", a, op)
+		}
+	}
+	return m, nil
+}
+
 func namedArgs(op string, arg bson.RawValue, code int32, allowed []string, required ...string) (map[string]bson.RawValue, error) {
 	d, ok := arg.DocumentOK()
 	if !ok {

@@ -239,7 +239,7 @@ func iterInput(x *evalCtx, op string, m map[string]bson.RawValue, code int32) ([
 }
 
 func opFilter(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
-	m, err := namedArgs("$filter", arg, 28647, []string{"input", "as", "cond", "limit"}, "input", "cond")
+	m, err := objectArgs("$filter", arg, 28646, 28647, []string{"input", "as", "cond", "limit"}, map[string]int32{"input": 28648, "cond": 28650})
 	if err != nil {
 		return missing, err
 	}
@@ -278,7 +278,7 @@ func opFilter(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 }
 
 func opMap(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
-	m, err := namedArgs("$map", arg, 16879, []string{"input", "as", "in"}, "input", "in")
+	m, err := objectArgs("$map", arg, 16878, 16879, []string{"input", "as", "in"}, map[string]int32{"input": 16880, "in": 16882})
 	if err != nil {
 		return missing, err
 	}
@@ -296,7 +296,7 @@ func opMap(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 }
 
 func opReduce(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
-	m, err := namedArgs("$reduce", arg, 40076, []string{"input", "initialValue", "in"}, "input", "initialValue", "in")
+	m, err := objectArgs("$reduce", arg, 40075, 40076, []string{"input", "initialValue", "in"}, map[string]int32{"input": 40077, "initialValue": 40078, "in": 40079})
 	if err != nil {
 		return missing, err
 	}

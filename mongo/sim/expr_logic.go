@@ -41,7 +41,7 @@ func init() {
 	exprOps["$ifNull"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		ops := operands(arg)
 		if len(ops) < 2 {
-			return missing, cerr(1, "$ifNull needs at least two arguments, had: %d", len(ops))
+			return missing, cerr(1257300, "$ifNull needs at least two arguments, had: %d", len(ops))
 		}
 		for i, o := range ops {
 			v, err := x.eval(o)
@@ -58,7 +58,7 @@ func init() {
 }
 
 func opLet(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
-	m, err := namedArgs("$let", arg, 16874, []string{"vars", "in"}, "vars", "in")
+	m, err := objectArgs("$let", arg, 16874, 16875, []string{"vars", "in"}, map[string]int32{"vars": 16876, "in": 16877})
 	if err != nil {
 		return missing, err
 	}
@@ -179,10 +179,19 @@ func opSwitch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		}
 	}
 	bs, _ := branches.Values()
+	if len(bs) == 0 {
+		return missing, cerr(40068, "$switch requires at least one branch.")
+	}
 	for _, b := range bs {
 		bd, ok := b.DocumentOK()
 		if !ok {
 			return missing, cerr(40062, "$switch expected each branch to be an object, found: %s", exprTypeName(b))
+		}
+		bels, _ := bd.Elements()
+		for _, be := range bels {
+			if be.Key() != "case" && be.Key() != "then" {
+				return missing, cerr(40063, "$switch found an unknown argument to a branch: %s", be.Key())
+			}
 		}
 		caseE, err1 := bd.LookupErr("case")
 		thenE, err2 := bd.LookupErr("then")

@@ -112,6 +112,12 @@ var exprCases = []struct{ expr, doc, want string }{
 	{`{"$ifNull": ["$a", "$b", "d"]}`, `{"b": 2}`, `{"v":{"$numberInt":"2"}}`},
 	{`{"$switch": {"branches": [{"case": false, "then": 1}, {"case": true, "then": 2}]}}`, `{}`, `{"v":{"$numberInt":"2"}}`},
 	{`{"$switch": {"branches": [{"case": false, "then": 1}]}}`, `{}`, `ERR Location40066`},
+	{`{"$switch": {"branches": []}}`, `{}`, `ERR Location40068`},
+	{`{"$ifNull": ["$a"]}`, `{}`, `ERR Location1257300`},
+	{`{"$let": {"in": 1}}`, `{}`, `ERR Location16876`},
+	{`{"$map": {"input": [1], "as": "x"}}`, `{}`, `ERR Location16882`},
+	{`{"$filter": {"input": [1], "cond": true, "bad": 1}}`, `{}`, `ERR Location28647`},
+	{`{"$reduce": {"input": [1], "in": 1}}`, `{}`, `ERR Location40078`},
 	// strings
 	{`{"$concat": ["a", "b"]}`, `{}`, `{"v":"ab"}`},
 	{`{"$concat": ["a", 1]}`, `{}`, `ERR Location16702`},
