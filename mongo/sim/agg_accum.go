@@ -424,3 +424,96 @@ func init() {
 		}
 	}
 }
+
+// accPercentile collects numbers for $percentile and $median; the
+// percentile is the value at rank ceil(p·n), which is what mongod's
+// approximation answers on the data sizes the simulator holds.
+type accPercentile struct {
+	ps     []float64
+	single bool // $median: a number, not an array
+	vals   []float64
+}
+
+func (a *accPercentile) add(v bson.RawValue) error {
+	if err := errDecimal(v); err != nil {
+		return err
+	}
+	if isNumber(v) {
+		a.vals = append(a.vals, toNum(v).float())
+	}
+	return nil
+}
+
+func (a *accPercentile) result() bson.RawValue {
+	sort.Float64s(a.vals)
+	out := make([]bson.RawValue, len(a.ps))
+	for i, p := range a.ps {
+		out[i] = nullValue
+		if n := len(a.vals); n > 0 {
+			out[i] = val(a.vals[max(0, int(math.Ceil(p*float64(n)))-1)])
+		}
+	}
+	if a.single {
+		return out[0]
+	}
+	return arrayValue(out)
+}
+
+func parseAccPercentile(op string, arg bson.RawValue) (bson.RawValue, func() accumulator, error) {
+	fields, required := []string{"input", "p", "method"}, []string{"input", "p", "method"}
+	if op == "$median" {
+		fields, required = []string{"input", "method"}, []string{"input", "method"}
+	}
+	m, err := namedArgs(op, arg, 7436200, fields, required...)
+	if err != nil {
+		return missing, nil, err
+	}
+	if s, _ := m["method"].StringValueOK(); s != "approximate" {
+		return missing, nil, cerr(2, "Enumeration value '%s' for field '%s.method' is not a valid value.", m["method"].String(), op)
+	}
+	ps := []float64{0.5}
+	if op == "$percentile" {
+		el, ok := arrayElems(m["p"])
+		if !ok || len(el) == 0 {
+			return missing, nil, cerr(7750301, "%s 'p' must be a non-empty array of numbers, found %s", op, m["p"].String())
+		}
+		ps = nil
+		for _, e := range el {
+			if !isNumber(e) || toNum(e).float() < 0 || toNum(e).float() > 1 {
+				return missing, nil, cerr(7750302, "%s 'p' must be an array of numeric values from [0.0, 1.0] range, but received incorrect value: %s", op, e.String())
+			}
+			ps = append(ps, toNum(e).float())
+		}
+	}
+	single := op == "$median"
+	return m["input"], func() accumulator { return &accPercentile{ps: ps, single: single} }, nil
+}
+
+// $percentile and $median are also expressions, over an array or several values.
+func init() {
+	accumulatorsN["$percentile"] = parseAccPercentile
+	accumulatorsN["$median"] = parseAccPercentile
+	for _, op := range []string{"$percentile", "$median"} {
+		exprOps[op] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+			inE, mk, err := parseAccPercentile(op, arg)
+			if err != nil {
+				return missing, err
+			}
+			in, err := x.eval(inE)
+			if err != nil {
+				return missing, err
+			}
+			vals := []bson.RawValue{in}
+			if el, ok := arrayElems(in); ok {
+				vals = el
+			}
+			acc := mk()
+			for _, v := range vals {
+				if err := acc.add(v); err != nil {
+					return missing, err
+				}
+			}
+			return acc.result(), nil
+		}
+	}
+}

@@ -246,6 +246,11 @@ var exprCases = []struct{ expr, doc, want string }{
 	{`{"$sum": [[1, 2, "x"]]}`, `{}`, `{"v":{"$numberInt":"3"}}`},
 	{`{"$avg": [1, 2]}`, `{}`, `{"v":{"$numberDouble":"1.5"}}`},
 	{`{"$max": [[1, 5, 3]]}`, `{}`, `{"v":{"$numberInt":"5"}}`},
+	{`{"$median": {"input": [3, 1, 2, 10], "method": "approximate"}}`, `{}`, `{"v":{"$numberDouble":"2.0"}}`},
+	{`{"$percentile": {"input": "$s", "p": [0.5, 0.9, 1], "method": "approximate"}}`, `{"s": [5, 1, 4, 2, 3]}`,
+		`{"v":[{"$numberDouble":"3.0"},{"$numberDouble":"5.0"},{"$numberDouble":"5.0"}]}`},
+	{`{"$median": {"input": [], "method": "approximate"}}`, `{}`, `{"v":null}`},
+	{`{"$percentile": {"input": [1], "p": [2], "method": "approximate"}}`, `{}`, `ERR Location7750302`},
 }
 
 func TestExprEvaluator(t *testing.T) {
