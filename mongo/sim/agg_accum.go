@@ -15,8 +15,6 @@ type accumulator interface {
 	result() bson.RawValue
 }
 
-type accSum struct{ total num }
-
 // errDecimal refuses Decimal128 where mongod would compute with it, rather than skip it silently.
 func errDecimal(v bson.RawValue) error {
 	if v.Type == bson.TypeDecimal128 {
@@ -24,6 +22,9 @@ func errDecimal(v bson.RawValue) error {
 	}
 	return nil
 }
+
+// accSum is $sum and $count.
+type accSum struct{ total num }
 
 func (a *accSum) add(v bson.RawValue) error {
 	if err := errDecimal(v); err != nil {
