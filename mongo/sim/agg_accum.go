@@ -170,7 +170,7 @@ type accSpec struct {
 	make  func() accumulator
 }
 
-func parseAccumulators(els []bson.RawElement) ([]accSpec, error) {
+func parseAccumulators(els []bson.RawElement, version string) ([]accSpec, error) {
 	var out []accSpec
 	for _, e := range els {
 		name := e.Key()
@@ -189,6 +189,9 @@ func parseAccumulators(els []bson.RawElement) ([]accSpec, error) {
 			return nil, cerr(40238, "The field '%s' must specify one accumulator", name)
 		}
 		op, arg := ops[0].Key(), ops[0].Value()
+		if !available(op, version) {
+			return nil, cerr(15952, "unknown group operator '%s'", op)
+		}
 		if parse, ok := accumulatorsN[op]; ok {
 			expr, mk, err := parse(op, arg)
 			if err != nil {

@@ -119,7 +119,7 @@ func stageGroup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, e
 	if idExpr.Type == 0 {
 		return nil, cerr(15955, "a group specification must include an _id")
 	}
-	specs, err := parseAccumulators(rest)
+	specs, err := parseAccumulators(rest, p.version)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func stageBucket(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 			}
 			oe, _ := od.Elements()
 			var err error
-			if specs, err = parseAccumulators(oe); err != nil {
+			if specs, err = parseAccumulators(oe, p.version); err != nil {
 				return nil, err
 			}
 		default:
@@ -283,7 +283,7 @@ func stageBucketAuto(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.R
 			}
 			oe, _ := od.Elements()
 			var err error
-			if specs, err = parseAccumulators(oe); err != nil {
+			if specs, err = parseAccumulators(oe, p.version); err != nil {
 				return nil, err
 			}
 		case "granularity":

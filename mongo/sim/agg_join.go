@@ -210,7 +210,7 @@ func stageLookup(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, 
 			}
 		}
 		if hasPipeline {
-			inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: from, now: p.now, let: map[string]bson.RawValue{}, nested: "$lookup's sub-pipeline"}
+			inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: from, now: p.now, let: map[string]bson.RawValue{}, nested: "$lookup's sub-pipeline", version: p.version}
 			for k, v := range p.let {
 				inner.let[k] = v
 			}
@@ -320,7 +320,7 @@ func stageUnionWith(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Ra
 			return nil, err
 		}
 	}
-	inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: coll, now: p.now, let: p.let, nested: "$unionWith sub-pipeline"}
+	inner := &pipeline{c: p.c, req: p.req, db: p.db, coll: coll, now: p.now, let: p.let, nested: "$unionWith sub-pipeline", version: p.version}
 	other, err := inner.run(other, sub)
 	if err != nil {
 		return nil, err

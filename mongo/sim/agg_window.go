@@ -56,7 +56,7 @@ func parseBound(v bson.RawValue, byRange bool) (windowBound, error) {
 	return windowBound{off: v}, nil
 }
 
-func parseWindowOutput(name string, spec bson.RawValue, sortKeys []bson.RawElement) (*windowOutput, error) {
+func parseWindowOutput(name string, spec bson.RawValue, sortKeys []bson.RawElement, version string) (*windowOutput, error) {
 	d, ok := spec.DocumentOK()
 	if !ok {
 		return nil, cerr(codeFailedToParse, "The field '%s' must be an object", name)
@@ -108,6 +108,8 @@ func parseWindowOutput(name string, spec bson.RawValue, sortKeys []bson.RawEleme
 		w.op, w.arg = e.Key(), e.Value()
 	}
 	switch {
+	case !available(w.op, version):
+		return nil, cerr(codeFailedToParse, "Unrecognized window function, %s", w.op)
 	case w.op == "":
 		return nil, cerr(codeFailedToParse, "Expected a $-prefixed window function, %s", name)
 	case w.op == "$rank" || w.op == "$denseRank" || w.op == "$documentNumber":
@@ -190,7 +192,7 @@ func stageSetWindowFields(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]b
 	var outs []*windowOutput
 	oels, _ := outputs.Elements()
 	for _, e := range oels {
-		w, err := parseWindowOutput(e.Key(), e.Value(), sortKeys)
+		w, err := parseWindowOutput(e.Key(), e.Value(), sortKeys, p.version)
 		if err != nil {
 			return nil, err
 		}

@@ -20,6 +20,8 @@ type pipeline struct {
 	nested string
 	// wrote is set once $out or $merge wrote, so the reply waits for the write concern
 	wrote bool
+	// version is the member's mongod version ("7.0"), which decides the operators known
+	version string
 }
 
 // stageFn transforms the documents flowing through a pipeline.
@@ -76,7 +78,7 @@ var aggregateFieldTypes = map[string]bson.Type{"allowDiskUse": bson.TypeBoolean,
 
 func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 	db := req.DB()
-	p := &pipeline{c: c, req: req, db: db, now: time.Now()}
+	p := &pipeline{c: c, req: req, db: db, now: time.Now(), version: c.n.cfg.MajorMinor()}
 	target := req.Body.Lookup("aggregate")
 	if s, ok := target.StringValueOK(); ok {
 		if s == "" {
@@ -235,7 +237,9 @@ func evalLet(x *evalCtx, ld bson.Raw) (map[string]bson.RawValue, error) {
 }
 
 func (p *pipeline) ctx(doc bson.Raw) *evalCtx {
-	return newEvalCtx(doc, p.now, p.let)
+	x := newEvalCtx(doc, p.now, p.let)
+	x.version = p.version
+	return x
 }
 
 // run passes docs through the stages in order.

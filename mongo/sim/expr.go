@@ -21,6 +21,24 @@ var exprOps = map[string]exprOp{}
 // evalCtx holds the variables in scope: ROOT, CURRENT, NOW and user variables.
 type evalCtx struct {
 	vars map[string]bson.RawValue
+	// version is the mongod version ("7.0") whose operators are known; "" knows all
+	version string
+}
+
+// introduced names the operators newer than mongod 6.0 and the version that added them.
+var introduced = map[string]string{"$median": "7.0", "$percentile": "7.0",
+	"$bitAnd": "6.3", "$bitOr": "6.3", "$bitXor": "6.3", "$bitNot": "6.3"}
+
+// available reports whether mongod of this version ("" = any) knows the operator.
+func available(op, version string) bool {
+	since, ok := introduced[op]
+	if !ok || version == "" {
+		return true
+	}
+	var vMaj, vMin, sMaj, sMin int
+	_, _ = fmt.Sscanf(version, "%d.%d", &vMaj, &vMin)
+	_, _ = fmt.Sscanf(since, "%d.%d", &sMaj, &sMin)
+	return vMaj > sMaj || vMaj == sMaj && vMin >= sMin
 }
 
 // newEvalCtx starts an evaluation on doc with the command's $$NOW and let variables.
@@ -40,7 +58,7 @@ func (x *evalCtx) with(name string, v bson.RawValue) *evalCtx {
 		m[k] = w
 	}
 	m[name] = v
-	return &evalCtx{vars: m}
+	return &evalCtx{vars: m, version: x.version}
 }
 
 // missing is the value of an absent field (BSON type 0).
@@ -190,7 +208,7 @@ func (x *evalCtx) eval(e bson.RawValue) (bson.RawValue, error) {
 				return missing, cerr(15983, "an expression specification must contain exactly one field, the name of the expression. Found %d fields in %s, while parsing object %s", len(els), d.String(), d.String())
 			}
 			op, ok := exprOps[els[0].Key()]
-			if !ok {
+			if !ok || !available(els[0].Key(), x.version) {
 				return missing, cerr(168, "Unrecognized expression '%s'", els[0].Key())
 			}
 			return op(x, els[0].Value())

@@ -282,3 +282,29 @@ func FuzzExprEval(f *testing.F) {
 		_, _ = newEvalCtx(d, time.UnixMilli(0), nil).eval(in.Lookup("e"))
 	})
 }
+
+// Operators newer than the member's mongod version are unknown, as on that mongod.
+func TestOperatorsByVersion(t *testing.T) {
+	median := val(bson.D{{Key: "$median", Value: bson.D{{Key: "input", Value: bson.A{1, 2}}, {Key: "method", Value: "approximate"}}}})
+	bitAnd := val(bson.D{{Key: "$bitAnd", Value: bson.A{3, 1}}})
+	for _, c := range []struct {
+		version string
+		expr    bson.RawValue
+		known   bool
+	}{{"6.0", median, false}, {"7.0", median, true}, {"8.0", median, true}, {"6.0", bitAnd, false}, {"6.3", bitAnd, true}, {"", median, true}} {
+		x := newEvalCtx(emptyDoc, time.UnixMilli(0), nil)
+		x.version = c.version
+		_, err := x.eval(c.expr)
+		if c.known != (err == nil) || err != nil && err.(*CmdError).Code != 168 {
+			t.Errorf("%s on %q: %v", c.expr, c.version, err)
+		}
+	}
+	acc := mustRaw(bson.D{{Key: "m", Value: bson.D{{Key: "$median", Value: bson.D{{Key: "input", Value: "$x"}, {Key: "method", Value: "approximate"}}}}}})
+	els, _ := acc.Elements()
+	if _, err := parseAccumulators(els, "6.0"); err == nil || err.(*CmdError).Code != 15952 {
+		t.Errorf("$median accumulator on 6.0: %v", err)
+	}
+	if _, err := parseAccumulators(els, "7.0"); err != nil {
+		t.Errorf("$median accumulator on 7.0: %v", err)
+	}
+}
