@@ -21,7 +21,7 @@ func init() {
 		return val(exprTypeName(a[0])), nil
 	}
 	for op, to := range map[string]string{"$toString": "string", "$toInt": "int", "$toLong": "long", "$toDouble": "double",
-		"$toBool": "bool", "$toDate": "date", "$toObjectId": "objectId"} {
+		"$toBool": "bool", "$toDate": "date", "$toObjectId": "objectId", "$toDecimal": "decimal"} {
 		exprOps[op] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 			a, err := x.args(op, arg, 1, 1)
 			if err != nil {

@@ -1,14 +1,17 @@
 package sim
 
 import (
+	"math/rand/v2"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Variables ($let, $literal), comparison, boolean and conditional expressions.
+// Variables ($let, $literal, $meta), comparison, boolean and conditional expressions.
 
 func init() {
 	exprOps["$literal"] = func(_ *evalCtx, arg bson.RawValue) (bson.RawValue, error) { return arg, nil }
 	exprOps["$let"] = opLet
+	exprOps["$meta"] = opMeta
 	for _, name := range []string{"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$cmp"} {
 		exprOps[name] = compareOp(name)
 	}
@@ -213,4 +216,24 @@ func opSwitch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		return x.eval(def)
 	}
 	return missing, cerr(40066, "$switch could not find a matching branch for an input, and no default was specified.")
+}
+
+// opMeta answers the metadata a document can carry here: a random value, and
+// none of the text or search scores, which need indexes the simulator lacks.
+func opMeta(_ *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
+	name, ok := arg.StringValueOK()
+	if !ok {
+		return missing, cerr(17307, "$meta only supports string arguments")
+	}
+	switch name {
+	case "randVal":
+		return val(rand.Float64()), nil
+	case "textScore":
+		return missing, cerr(40218, "query requires text score metadata, but it is not available")
+	case "searchScore", "searchHighlights", "searchScoreDetails", "searchSequenceToken", "vectorSearchScore", "geoNearDistance", "geoNearPoint":
+		return missing, cerr(40218, "query requires %s metadata, but it is not available", name)
+	case "indexKey", "recordId", "sortKey":
+		return missing, nil
+	}
+	return missing, cerr(17308, "Unsupported argument to $meta: %s", name)
 }

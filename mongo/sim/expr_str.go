@@ -1,15 +1,13 @@
 package sim
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// String expressions. $regexMatch uses Go's RE2, which lacks PCRE's
-// backreferences and lookaround.
+// String expressions (regular expressions: expr_regex.go).
 
 func init() {
 	exprOps["$concat"] = func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
@@ -63,7 +61,6 @@ func init() {
 	exprOps["$rtrim"] = trimOp("$rtrim", strings.TrimRight)
 	exprOps["$indexOfCP"] = indexOfOp("$indexOfCP", true)
 	exprOps["$indexOfBytes"] = indexOfOp("$indexOfBytes", false)
-	exprOps["$regexMatch"] = opRegexMatch
 }
 
 // stringOf is $toUpper's and $substr's coercion: null → "", numbers and dates as text.
@@ -309,74 +306,6 @@ func indexOfOp(name string, codePoints bool) exprOp {
 		}
 		return val(int32(-1)), nil
 	}
-}
-
-func opRegexMatch(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
-	if _, ok := arg.DocumentOK(); !ok {
-		return missing, cerr(51103, "$regexMatch expects an object of named arguments but found: %s", exprTypeName(arg))
-	}
-	m, err := namedArgs("$regexMatch", arg, 31024, []string{"input", "regex", "options"}, "input", "regex")
-	if err != nil {
-		return missing, err
-	}
-	in, err := x.eval(m["input"])
-	if err != nil {
-		return missing, err
-	}
-	re, err := x.eval(m["regex"])
-	if err != nil {
-		return missing, err
-	}
-	var opts bson.RawValue
-	if o, ok := m["options"]; ok {
-		if opts, err = x.eval(o); err != nil {
-			return missing, err
-		}
-	}
-	var pattern, flags string
-	switch {
-	case nullish(re):
-		return val(false), nil
-	case re.Type == bson.TypeString:
-		pattern = re.StringValue()
-	case re.Type == bson.TypeRegex:
-		pattern, flags = re.Regex()
-	default:
-		return missing, cerr(51105, "$regexMatch needs 'regex' to be of type string or regex")
-	}
-	if o, ok := opts.StringValueOK(); ok {
-		if flags != "" && o != "" {
-			return missing, cerr(51107, "$regexMatch: regex option(s) specified in both 'regex' and 'option' fields")
-		}
-		flags += o
-	} else if !nullish(opts) {
-		return missing, cerr(51106, "$regexMatch needs 'options' to be of type string")
-	}
-	if nullish(in) {
-		return val(false), nil
-	}
-	s, ok := in.StringValueOK()
-	if !ok {
-		return missing, cerr(51104, "$regexMatch needs 'input' to be of type string")
-	}
-	prefix := ""
-	for _, f := range flags {
-		switch f {
-		case 'i', 'm', 's':
-			prefix += string(f)
-		case 'x', 'u':
-		default:
-			return missing, cerr(51108, "$regexMatch invalid flag in regex options: %c", f)
-		}
-	}
-	if prefix != "" {
-		pattern = "(?" + prefix + ")" + pattern
-	}
-	r, err := regexp.Compile(pattern)
-	if err != nil {
-		return missing, cerr(51111, "Invalid Regex in $regexMatch: %v", err)
-	}
-	return val(r.MatchString(s)), nil
 }
 
 func init() {

@@ -136,6 +136,12 @@ var exprCases = []struct{ expr, doc, want string }{
 	{`{"$indexOfCP": ["hello", "z"]}`, `{}`, `{"v":{"$numberInt":"-1"}}`},
 	{`{"$regexMatch": {"input": "Hello", "regex": "^h", "options": "i"}}`, `{}`, `{"v":true}`},
 	{`{"$regexMatch": {"input": 1, "regex": "a"}}`, `{}`, `ERR Location51104`},
+	{`{"$regexFind": {"input": "héllo wörld", "regex": "w(ö)(x)?"}}`, `{}`, `{"v":{"match":"wö","idx":{"$numberInt":"6"},"captures":["ö",null]}}`},
+	{`{"$regexFind": {"input": "abc", "regex": "z"}}`, `{}`, `{"v":null}`},
+	{`{"$regexFindAll": {"input": "a1b22", "regex": "[0-9]+"}}`, `{}`, `{"v":[{"match":"1","idx":{"$numberInt":"1"},"captures":[]},{"match":"22","idx":{"$numberInt":"3"},"captures":[]}]}`},
+	{`{"$regexFindAll": {"input": null, "regex": "a"}}`, `{}`, `{"v":[]}`},
+	{`{"$meta": "textScore"}`, `{}`, `ERR Location40218`},
+	{`{"$toDecimal": 1}`, `{}`, `ERR BadValue`},
 	// arrays
 	{`{"$size": [[1, 2, 3]]}`, `{}`, `{"v":{"$numberInt":"3"}}`},
 	{`{"$size": "$missing"}`, `{}`, `ERR Location17124`},
