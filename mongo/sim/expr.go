@@ -10,7 +10,7 @@ import (
 
 // The aggregation expression evaluator: field paths, variables, literals,
 // object and array expressions, and the operators registered in exprOps
-// (this file: variables, comparison, boolean, conditional; expr_*.go: the rest).
+// (this file: paths and variables; expr_*.go: the operators by concern).
 
 // exprOp evaluates one operator on its unevaluated argument.
 type exprOp func(x *evalCtx, arg bson.RawValue) (bson.RawValue, error)
