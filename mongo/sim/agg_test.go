@@ -333,6 +333,12 @@ func TestAggregateCommandOptions(t *testing.T) {
 	if _, err := run(`{"aggregate": "c", "pipeline": []}`); serverCode(err) != 9 {
 		t.Fatalf("no cursor: %v", err)
 	}
+	if _, err := run(`{"aggregate": 2, "pipeline": [], "cursor": {}}`); serverCode(err) != 9 {
+		t.Fatalf("aggregate: 2: %v", err)
+	}
+	if _, err := run(`{"aggregate": true, "pipeline": [], "cursor": {}}`); serverCode(err) != 14 {
+		t.Fatalf("aggregate: true: %v", err)
+	}
 	if _, err := run(`{"aggregate": "c", "pipeline": [], "cursor": {}, "bogus": 1}`); serverCode(err) != 40415 {
 		t.Fatalf("unknown field: %v", err)
 	}

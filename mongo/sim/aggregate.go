@@ -82,11 +82,15 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 	target := req.Body.Lookup("aggregate")
 	if s, ok := target.StringValueOK(); ok {
 		if s == "" {
-			return nil, cerr(73, "Invalid empty namespace specified")
+			return nil, cerr(73, "Invalid namespace specified '%s.'", db)
 		}
 		p.coll = s
-	} else if f, ok := numberOK(target); !ok || f != 1 || target.Type == bson.TypeBoolean {
-		return nil, cerr(73, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
+	} else if isNumber(target) || target.Type == bson.TypeDecimal128 {
+		if f, _ := target.AsFloat64OK(); f != 1 {
+			return nil, cerr(codeFailedToParse, "Invalid command format: the 'aggregate' field must specify a collection name or 1")
+		}
+	} else {
+		return nil, cerr(14, "collection name has invalid type: %s", typeName(target.Type))
 	}
 	els, _ := req.Body.Elements()
 	for _, e := range els {
