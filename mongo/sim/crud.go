@@ -162,6 +162,7 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	if b, ok := req.Body.Lookup("ordered").BooleanOK(); ok {
 		ordered = b
 	}
+	let, _ := req.Body.Lookup("let").DocumentOK()
 	out, err := func() (bson.D, error) {
 		n.mu.Lock()
 		defer n.mu.Unlock()
@@ -186,17 +187,19 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 				continue
 			}
 			q, _ := u.Lookup("q").DocumentOK()
-			spec, ok := u.Lookup("u").DocumentOK()
-			if !ok {
-				writeErrors = append(writeErrors, writeErr(i, 9, "pipeline-style updates are not supported by the simulator"))
+			constants, _ := u.Lookup("c").DocumentOK()
+			multi, _ := u.Lookup("multi").BooleanOK()
+			upsert, _ := u.Lookup("upsert").BooleanOK()
+			upd, perr := parseDocUpdate(u.Lookup("u"), arrayFiltersOf(u), let, constants)
+			if perr != nil {
+				ce := asCmdError(perr)
+				writeErrors = append(writeErrors, writeErr(i, ce.Code, ce.Msg))
 				if ordered {
 					break
 				}
 				continue
 			}
-			multi, _ := u.Lookup("multi").BooleanOK()
-			upsert, _ := u.Lookup("upsert").BooleanOK()
-			st, err := updateStatement(w.view().Coll(db, coll, false), ns, q, spec, arrayFiltersOf(u), multi, upsert, w.stmt(i))
+			st, err := updateStatement(w.view().Coll(db, coll, false), ns, q, upd, multi, upsert, w.stmt(i))
 			if err != nil {
 				return nil, err
 			}
@@ -257,13 +260,8 @@ type updateResult struct {
 	err               *CmdError     // an update that cannot apply
 }
 
-func updateStatement(view *Collection, ns string, q, spec bson.Raw, arrayFilters []bson.Raw, multi, upsert bool, stmt int32) (updateResult, error) {
+func updateStatement(view *Collection, ns string, q bson.Raw, parsed docUpdate, multi, upsert bool, stmt int32) (updateResult, error) {
 	var r updateResult
-	parsed, err := ParseUpdate(spec, arrayFilters)
-	if err != nil {
-		r.err = asCmdError(err)
-		return r, nil
-	}
 	docs, err := view.Find(q)
 	if err != nil {
 		return r, asCmdError(err)

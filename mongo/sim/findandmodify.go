@@ -19,17 +19,16 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	remove, _ := req.Body.Lookup("remove").BooleanOK()
 	returnNew, _ := req.Body.Lookup("new").BooleanOK()
 	upsert, _ := req.Body.Lookup("upsert").BooleanOK()
-	upd, hasUpd := req.Body.Lookup("update").DocumentOK()
-	if req.Body.Lookup("update").Type == bson.TypeArray {
-		return nil, cerr(9, "pipeline-style updates are not supported by the simulator")
-	}
+	updV := req.Body.Lookup("update")
+	hasUpd := updV.Type != 0
 	if !remove && !hasUpd {
 		return nil, cerr(9, "Either an update or remove=true must be specified")
 	}
-	var parsed *Update
+	var parsed docUpdate
 	if hasUpd && !remove {
+		let, _ := req.Body.Lookup("let").DocumentOK()
 		var err error
-		if parsed, err = ParseUpdate(upd, arrayFiltersOf(req.Body)); err != nil {
+		if parsed, err = parseDocUpdate(updV, arrayFiltersOf(req.Body), let); err != nil {
 			return nil, asCmdError(err)
 		}
 	}

@@ -153,7 +153,7 @@ func schemaKeyword(schema bson.Raw, k string, v bson.RawValue) (schemaPred, erro
 		}
 		return onType(isObject, func(x bson.RawValue) bool {
 			for _, n := range names {
-				if _, err := x.Document().LookupErr(stringOf(n)); err != nil {
+				if _, err := x.Document().LookupErr(stringValue(n)); err != nil {
 					return false
 				}
 			}
@@ -197,7 +197,7 @@ func schemaKeyword(schema bson.Raw, k string, v bson.RawValue) (schemaPred, erro
 			return nil, err
 		}
 		return onType(isString, func(x bson.RawValue) bool {
-			l := utf8.RuneCountInString(stringOf(x))
+			l := utf8.RuneCountInString(stringValue(x))
 			return k == "minLength" && l >= n || k == "maxLength" && l <= n
 		}), nil
 	case "pattern":
@@ -209,7 +209,7 @@ func schemaKeyword(schema bson.Raw, k string, v bson.RawValue) (schemaPred, erro
 		if err != nil {
 			return nil, err
 		}
-		return onType(isString, func(x bson.RawValue) bool { return re.MatchString(stringOf(x)) }), nil
+		return onType(isString, func(x bson.RawValue) bool { return re.MatchString(stringValue(x)) }), nil
 	case "minItems", "maxItems", "minProperties", "maxProperties":
 		n, err := schemaCount(k, v)
 		if err != nil {

@@ -33,6 +33,36 @@ func Match(doc, filter bson.Raw) (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	return runFilter(f, doc)
+}
+
+// exprFailure carries an $expr evaluation error out of a Filter, which
+// answers only a bool; runFilter turns it back into an error.
+type exprFailure struct{ err error }
+
+// exprFilter is the query language's $expr as a Filter.
+func exprFilter(e bson.RawValue) Filter {
+	return func(doc bson.Raw) bool {
+		m, err := exprMatches(doc, e)
+		if err != nil {
+			panic(exprFailure{exprError(err)})
+		}
+		return m
+	}
+}
+
+// runFilter applies f to doc; an $expr that fails to evaluate (a division
+// by zero, a bad conversion) fails the query, as in mongod.
+func runFilter(f Filter, doc bson.Raw) (ok bool, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			ef, isExpr := r.(exprFailure)
+			if !isExpr {
+				panic(r)
+			}
+			ok, err = false, ef.err
+		}
+	}()
 	return f(doc), nil
 }
 
@@ -54,6 +84,8 @@ func ParseFilter(filter bson.Raw) (Filter, error) {
 			}
 		case k == "$comment":
 			continue
+		case k == "$expr":
+			f = exprFilter(v)
 		case k == "$jsonSchema":
 			schema, ok := v.DocumentOK()
 			if !ok {
@@ -312,20 +344,6 @@ func firstKey(d bson.Raw) string {
 		return ""
 	}
 	return e.Key()
-}
-
-// truthy: mongod's reading of a boolean-ish argument ($exists, $currentDate).
-func truthy(v bson.RawValue) bool {
-	switch v.Type {
-	case bson.TypeBoolean:
-		return v.Boolean()
-	case bson.TypeNull, bson.TypeUndefined, 0:
-		return false
-	}
-	if f, ok := v.AsFloat64OK(); ok {
-		return f != 0
-	}
-	return true
 }
 
 // equalityPred: value equality as mongod's $eq does (null also matches a

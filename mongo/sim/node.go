@@ -448,6 +448,8 @@ var codeNames = map[int32]string{
 	27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
 	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
 	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024", 96: "OperationFailed",
+	// aggregation
+	15: "Overflow", 146: "ExceededMemoryLimit", 168: "InvalidPipelineOperator", 241: "ConversionFailure",
 }
 
 func codeName(c int32) string {

@@ -68,20 +68,28 @@ func (c *Collection) Find(filter bson.Raw) ([]bson.Raw, error) {
 		match = f
 	}
 	var out []bson.Raw
+	var failure error
 	keep := func(doc bson.Raw) bool {
-		if match(doc) {
+		ok, err := runFilter(match, doc)
+		if err != nil {
+			failure = err
+			return false
+		}
+		if ok {
 			out = append(out, doc)
 		}
 		return true
 	}
 	if cands, ok := c.viaIndex(filter); ok {
 		for _, doc := range cands {
-			keep(doc)
+			if !keep(doc) {
+				break
+			}
 		}
 	} else {
 		c.Each(keep)
 	}
-	return out, nil
+	return out, failure
 }
 
 // byPos returns the documents of the given _id keys once each, in

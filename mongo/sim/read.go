@@ -101,7 +101,11 @@ func filterDocs(docs []bson.Raw, filter bson.Raw) ([]bson.Raw, error) {
 	}
 	out := docs[:0:0]
 	for _, d := range docs {
-		if match(d) {
+		ok, err := runFilter(match, d)
+		if err != nil {
+			return nil, asCmdError(err)
+		}
+		if ok {
 			out = append(out, d)
 		}
 	}

@@ -13,7 +13,7 @@ import (
 func showValue(v bson.RawValue) string {
 	switch v.Type {
 	case bson.TypeString:
-		return strconv.Quote(stringOf(v))
+		return strconv.Quote(stringValue(v))
 	case bson.TypeInt32:
 		return strconv.Itoa(int(v.Int32()))
 	case bson.TypeInt64:
@@ -55,7 +55,7 @@ func showValue(v bson.RawValue) string {
 }
 
 // stringOf: a string value, "" for anything else (or a malformed one).
-func stringOf(v bson.RawValue) string {
+func stringValue(v bson.RawValue) string {
 	s, _ := v.StringValueOK()
 	return s
 }

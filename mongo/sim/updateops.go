@@ -143,7 +143,7 @@ func (a *applier) leaf(o updateOp, field string) leafFn {
 		}
 	case "$currentDate":
 		return func(any, bool) (any, leafOp, error) {
-			if d, ok := arg.DocumentOK(); ok && stringOf(d.Lookup("$type")) == "timestamp" {
+			if d, ok := arg.DocumentOK(); ok && stringValue(d.Lookup("$type")) == "timestamp" {
 				return bson.Timestamp{T: uint32(time.Now().Unix()), I: currentDateCounter.Add(1)}, leafSet, nil
 			}
 			return bson.NewDateTimeFromTime(time.Now()), leafSet, nil
