@@ -172,7 +172,6 @@ func (p *Projection) apply(root, doc bson.Raw, n *projNode, top bool) (bson.D, e
 	return out, nil
 }
 
-
 // computes: the subtree holds an expression.
 func (n *projNode) computes() bool {
 	if n.action == projExpr {

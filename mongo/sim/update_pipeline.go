@@ -112,7 +112,6 @@ func applyPipelineUpdate(doc bson.Raw, specs []bson.RawValue, let map[string]bso
 	return idFirst(nd), nil
 }
 
-
 // updateError is the code and message of a failed update for a write error.
 func updateError(err error) (int32, string) {
 	if ce, ok := err.(*CmdError); ok {
