@@ -3,20 +3,16 @@ package sim
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
 	"os"
-	"sort"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/wiremessage"
 )
 
 // Member states (spec §3).
@@ -304,82 +300,6 @@ func (n *Node) shutdown() {
 	close(n.done)
 }
 
-func (n *Node) listen() error {
-	ips, err := bindIPs(n.cfg)
-	if err != nil {
-		return err
-	}
-	var addrs []string
-	for _, ip := range ips {
-		if ip.IsUnspecified() {
-			// One wildcard covers every address; "::" is dual-stack on Linux.
-			addrs, n.bindAddrs = []string{ip.String()}, []net.IP{nil}
-			break
-		}
-		addrs = append(addrs, ip.String())
-		n.bindAddrs = append(n.bindAddrs, ip)
-	}
-	for _, a := range addrs {
-		l, err := net.Listen("tcp", net.JoinHostPort(a, strconv.Itoa(n.cfg.Port)))
-		if err != nil {
-			for _, x := range n.listeners {
-				_ = x.Close()
-			}
-			return &ListenError{fmt.Sprintf("Error setting up listener: SocketException: Address already in use (%s:%d)", a, n.cfg.Port)}
-		}
-		n.listeners = append(n.listeners, l)
-	}
-	// Outgoing connections leave from our own specific address.
-	for _, ip := range n.bindAddrs {
-		if ip != nil && !ip.IsUnspecified() {
-			n.localIP = ip
-			break
-		}
-	}
-	return nil
-}
-
-// bindIPs resolves --bind_ip (names to their IPv4 addresses, as mongod
-// does without --ipv6); --bind_ip_all is the IPv4 wildcard. A wildcard
-// sorts first: "::" before "0.0.0.0" before specific addresses.
-func bindIPs(cfg Config) ([]net.IP, error) {
-	if cfg.BindIPAll {
-		return []net.IP{net.IPv4zero}, nil
-	}
-	var out []net.IP
-	for _, h := range cfg.BindIP {
-		if ip := net.ParseIP(h); ip != nil {
-			out = append(out, ip)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		found, err := net.DefaultResolver.LookupIP(ctx, "ip4", h)
-		cancel()
-		if err != nil || len(found) == 0 {
-			return nil, &OptionError{fmt.Sprintf("getaddrinfo(\"%s\") failed: Name or service not known", h)}
-		}
-		out = append(out, found...)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		rank := func(ip net.IP) int {
-			switch {
-			case ip.Equal(net.IPv6unspecified):
-				return 0
-			case ip.IsUnspecified():
-				return 1
-			}
-			return 2
-		}
-		return rank(out[i]) < rank(out[j])
-	})
-	return out, nil
-}
-
-// ListenError is a port that cannot be bound; mongod exits with code 48.
-type ListenError struct{ Msg string }
-
-func (e *ListenError) Error() string { return e.Msg }
-
 // logI writes one mongod-shaped structured log line.
 func (n *Node) logI(component string, id int, msg string, attr func(*zerolog.Event)) {
 	n.logS("I", component, id, msg, attr)
@@ -413,74 +333,6 @@ func (n *Node) topologyVersionLocked() bson.D {
 
 // ---------------------------------------------------------------- errors
 
-// CmdError is a command failure in mongod's shape.
-type CmdError struct {
-	Code   int32
-	Msg    string
-	Labels []string
-	Extra  bson.D
-}
-
-func (e *CmdError) Error() string { return fmt.Sprintf("%s (%d): %s", codeName(e.Code), e.Code, e.Msg) }
-
-func cerr(code int32, format string, a ...any) *CmdError {
-	return &CmdError{Code: code, Msg: fmt.Sprintf(format, a...)}
-}
-
-var codeNames = map[int32]string{
-	1: "InternalError", 2: "BadValue", 4: "NoSuchKey", 6: "HostUnreachable", 9: "FailedToParse", 11: "UserNotFound",
-	13: "Unauthorized", 14: "TypeMismatch", 18: "AuthenticationFailed", 23: "AlreadyInitialized", 26: "NamespaceNotFound",
-	31: "RoleNotFound", 40: "ConflictingUpdateOperators", 43: "CursorNotFound", 48: "NamespaceExists", 50: "MaxTimeMSExpired",
-	59: "CommandNotFound", 64: "WriteConcernTimeout", 72: "InvalidOptions",
-	73: "InvalidNamespace", 74: "NodeNotFound", 76: "NoReplicationEnabled", 79: "UnknownReplWriteConcern",
-	91: "ShutdownInProgress", 93: "InvalidReplicaSetConfig", 94: "NotYetInitialized", 95: "NotSecondary",
-	100: "UnsatisfiableWriteConcern", 103: "NewReplicaSetConfigurationIncompatible", 104: "NodeNotElectable",
-	109: "ConfigurationInProgress", 110: "CannotInitializeNodeWithData", 117: "ConflictingOperationInProgress",
-	20: "IllegalOperation", 112: "WriteConflict", 225: "TransactionTooOld", 239: "SnapshotTooOld", 246: "SnapshotUnavailable",
-	251: "NoSuchTransaction", 256: "TransactionCommitted", 263: "OperationNotSupportedInTransaction",
-	186: "ClientMetadataCannotBeMutated", 189: "PrimarySteppedDown", 223: "IllegalOpMsgFlag", 262: "ExceededTimeLimit",
-	303: "SplitHorizonChange", 308: "CurrentConfigNotCommittedYet", 352: "UnsupportedOpQueryCommand",
-	10107: "NotWritablePrimary", 11000: "DuplicateKey", 11600: "InterruptedAtShutdown", 11602: "InterruptedDueToReplStateChange",
-	13435: "NotPrimaryNoSecondaryOk", 13436: "NotPrimaryOrSecondary", 51003: "Location51003", 31368: "Location31368",
-	31372: "Location31372", 31382: "Location31382", 40621: "Location40621",
-	17: "ProtocolError", 66: "ImmutableField", 115: "CommandNotSupported", 125: "CommandFailed",
-	28: "PathNotViable", 52: "DollarPrefixedFieldName", 54: "NotSingleValueField", 56: "EmptyFieldName",
-	27: "IndexNotFound", 67: "CannotCreateIndex", 85: "IndexOptionsConflict",
-	86: "IndexKeySpecsConflict", 171: "CannotIndexParallelArrays", 197: "InvalidIndexSpecificationOption",
-	185: "InconsistentReplicaSetNames", 31373: "Location31373", 51024: "Location51024", 96: "OperationFailed",
-	// aggregation
-	15: "Overflow", 146: "ExceededMemoryLimit", 168: "InvalidPipelineOperator", 241: "ConversionFailure",
-}
-
-func codeName(c int32) string {
-	if s, ok := codeNames[c]; ok {
-		return s
-	}
-	return fmt.Sprintf("Location%d", c)
-}
-
-var notPrimaryCodes = map[int32]bool{10107: true, 13435: true, 13436: true, 189: true, 11602: true}
-var retryableCodes = map[int32]bool{10107: true, 13435: true, 13436: true, 189: true, 91: true, 11600: true,
-	11602: true, 262: true, 6: true, 7: true, 89: true, 9001: true}
-
-func (n *Node) errorDoc(e *CmdError, retryableWrite bool) bson.D {
-	d := bson.D{{Key: "ok", Value: 0.0}, {Key: "errmsg", Value: e.Msg}, {Key: "code", Value: e.Code}, {Key: "codeName", Value: codeName(e.Code)}}
-	d = append(d, e.Extra...)
-	labels := e.Labels
-	if retryableWrite && retryableCodes[e.Code] {
-		labels = append(labels, "RetryableWriteError")
-	}
-	if len(labels) > 0 {
-		d = append(d, bson.E{Key: "errorLabels", Value: labels})
-	}
-	if n.cfg.ReplSet != "" && (notPrimaryCodes[e.Code] || (e.Code == 91 || e.Code == 11600)) {
-		n.mu.Lock()
-		d = append(d, bson.E{Key: "topologyVersion", Value: n.topologyVersionLocked()})
-		n.mu.Unlock()
-	}
-	return d
-}
-
 // clusterTimeFields are appended to replies in replica-set mode.
 func (n *Node) clusterTimeFields() bson.D {
 	n.mu.Lock()
@@ -495,131 +347,3 @@ func (n *Node) clusterTimeFields() bson.D {
 }
 
 // ---------------------------------------------------------------- connections
-
-type conn struct {
-	n     *Node
-	nc    net.Conn
-	id    int64
-	local bool // peer is a loopback address
-	users []authedUser
-	// authzCache holds the users' privileges resolved for one authzGen.
-	authzCache *authzCache
-	internal   atomic.Bool // set by the handler goroutine, read by closeClientConns
-	sawHello   bool
-	sasl       *saslConv
-	client     bson.Raw
-	helloOk    bool
-}
-
-func (n *Node) accept(l net.Listener) {
-	for {
-		nc, err := l.Accept()
-		if err != nil {
-			select {
-			case <-n.quit:
-				return
-			default:
-			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
-			}
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			time.Sleep(10 * time.Millisecond)
-			continue
-		}
-		go n.serveConn(nc)
-	}
-}
-
-func (n *Node) serveConn(nc net.Conn) {
-	raw := nc
-	nc, err := n.acceptTLS(raw)
-	if err != nil {
-		if errors.Is(err, errPlainOnRequireTLS) {
-			n.logI("NETWORK", 22988, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
-				e.Str("remote", raw.RemoteAddr().String()).Str("err", err.Error())
-			})
-		}
-		_ = raw.Close()
-		return
-	}
-	n.connMu.Lock()
-	n.connTotal++
-	c := &conn{n: n, nc: nc, id: n.connTotal}
-	n.conns[c] = struct{}{}
-	n.connCount++
-	n.connMu.Unlock()
-	if ta, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
-		c.local = ta.IP.IsLoopback()
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			n.logS("E", "NETWORK", 22988, "Connection handler panicked; closing only this connection", func(e *zerolog.Event) { e.Interface("panic", fmt.Sprint(r)) })
-		}
-		_ = nc.Close()
-		n.connMu.Lock()
-		delete(n.conns, c)
-		n.connCount--
-		n.connMu.Unlock()
-	}()
-	for {
-		msg, err := ReadMessage(nc)
-		if err != nil {
-			if errors.Is(err, errBadMessage) {
-				n.logI("NETWORK", 22989, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
-					e.Str("remote", nc.RemoteAddr().String()).Str("err", err.Error()).Int64("connectionId", c.id)
-				})
-			}
-			return
-		}
-		n.metrics.bytesIn.Add(int64(len(msg)))
-		n.metrics.requests.Add(1)
-		req, err := ParseMessage(msg)
-		if err != nil {
-			n.logI("NETWORK", 22989, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
-				e.Str("remote", nc.RemoteAddr().String()).Str("err", err.Error()).Int64("connectionId", c.id)
-			})
-			return
-		}
-		reply, closeAfter := c.handle(req)
-		if req.MoreToCome {
-			continue
-		}
-		if reply == nil {
-			return // shutdown: close without replying
-		}
-		b, err := bson.Marshal(reply)
-		if err != nil {
-			b, _ = bson.Marshal(n.errorDoc(cerr(1, "cannot encode reply: %v", err), false))
-		}
-		var out []byte
-		if req.Legacy {
-			out = EncodeReply(wiremessage.NextRequestID(), req.RequestID, b)
-		} else {
-			out = EncodeMsg(wiremessage.NextRequestID(), req.RequestID, 0, b)
-		}
-		_ = nc.SetWriteDeadline(time.Now().Add(60 * time.Second))
-		if _, err := nc.Write(out); err != nil {
-			return
-		}
-		n.metrics.bytesOut.Add(int64(len(out)))
-		if closeAfter {
-			return
-		}
-	}
-}
-
-// closeClientConns drops every client connection except internal ones,
-// as mongod does on ROLLBACK or REMOVED.
-func (n *Node) closeClientConns() {
-	n.connMu.Lock()
-	defer n.connMu.Unlock()
-	for c := range n.conns {
-		if !c.internal.Load() {
-			_ = c.nc.Close()
-		}
-	}
-}
