@@ -729,7 +729,12 @@ func (c *conn) cmdReplSetStepUp(req *Request) (bson.D, error) {
 		n.mu.Unlock()
 		return bson.D{{Key: "info", Value: "already primary"}}, nil
 	}
-	n.stepUntil = time.Time{}
+	// A frozen member, or one in its stepdown period, is not electable,
+	// even on request (mongod's StepDownPeriodActive).
+	if time.Now().Before(n.stepUntil) {
+		n.mu.Unlock()
+		return nil, cerr(125, "Election failed.")
+	}
 	n.mu.Unlock()
 	reason := "stepUpRequest"
 	if skip {
