@@ -96,7 +96,7 @@ func checkCatalog(t *testing.T, m *member, want string) {
 // enforced asserts that the writable primary m refuses duplicates of the
 // unique and the partial unique index, and accepts what the partial
 // filter leaves out.
-func enforced(t *testing.T, m *member) {
+func enforced(t *testing.T, m *member, tag string) {
 	t.Helper()
 	ctx := ctx20(t)
 	items := m.client(t).Database("app").Collection("items")
@@ -106,7 +106,7 @@ func enforced(t *testing.T, m *member) {
 	}
 	_, err = items.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "active", Value: true}}}})
 	dupErr(t, m.host+" partial unique", err)
-	if _, err := items.InsertOne(ctx, bson.D{{Key: "sku", Value: "c" + m.host}, {Key: "email", Value: "x@y"}}); err != nil {
+	if _, err := items.InsertOne(ctx, bson.D{{Key: "sku", Value: "c-" + tag}, {Key: "email", Value: "x@y"}}); err != nil {
 		t.Errorf("%s: insert outside the partial filter: %v", m.host, err)
 	}
 }
@@ -184,7 +184,7 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 	checkCatalog(t, nm, want)
 	all := append(ms, nm)
 	makePrimary(t, all, nm)
-	enforced(t, nm)
+	enforced(t, nm, "cloned")
 	ctx := ctx20(t)
 	items := nm.client(t).Database("app").Collection("items")
 	if _, err := items.InsertOne(ctx, bson.D{{Key: "_id", Value: "expired"}, {Key: "sku", Value: "old"}, {Key: "at", Value: time.Now().Add(-2 * time.Hour)}}); err != nil {

@@ -1,0 +1,224 @@
+package sim_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"go.mongodb.org/mongo-driver/v2/mongo/readpref"
+	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
+)
+
+// Indexes survive a kill -9 after the oplog lost their builds (start-up
+// from the checkpoint) and a rollback that rebuilds from the checkpoint;
+// an index built only by the rolled-back writes goes with them.
+func TestCatalogSurvivesRestartAndRollback(t *testing.T) {
+	// A longer election timeout leaves the isolated primary writable long enough.
+	settings := bson.D{{Key: "electionTimeoutMillis", Value: 4000}, {Key: "heartbeatIntervalMillis", Value: 200}}
+	ms, p := initiated(t, 3, settings, "--oplogSize", "1")
+	setUpCatalog(t, ms[p].client(t))
+	fillOplog(t, connect(t, rsURI(ms, "")), 0, 300)
+	for _, m := range ms {
+		waitFor(t, 30*time.Second, "index builds truncated from the oplog of "+m.host, func() bool { return !oplogHasIndexBuild(t, m) })
+	}
+	want := catalogOf(t, ms[p])
+	for _, m := range ms {
+		m.kill()
+	}
+	for _, m := range ms {
+		m.start()
+	}
+	p = waitPrimary(t, ms, 30*time.Second)
+	for _, m := range ms {
+		waitFor(t, 30*time.Second, m.host+" up", func() bool { s := state(t, m); return s == 1 || s == 2 })
+		checkCatalog(t, m, want)
+	}
+	enforced(t, ms[p], "restarted")
+
+	old := ms[p]
+	var secs []*member
+	for i, m := range ms {
+		if i != p {
+			secs = append(secs, m)
+			m.kill()
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	w1 := old.client(t).Database("app").Collection("items", options.Collection().SetWriteConcern(writeconcern.W1()))
+	if _, err := w1.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "lost", Value: 1}}, Options: options.Index().SetUnique(true).SetSparse(true)}); err != nil {
+		t.Fatalf("w:1 index build on the isolated primary: %v", err)
+	}
+	if _, err := w1.InsertOne(ctx, bson.D{{Key: "_id", Value: "lost"}, {Key: "sku", Value: "lost"}}); err != nil {
+		t.Fatalf("w:1 write on the isolated primary: %v", err)
+	}
+	old.kill()
+	for _, s := range secs {
+		s.start()
+	}
+	np := secs[waitPrimary(t, secs, 30*time.Second)]
+	if _, err := np.client(t).Database("app").Collection("items", options.Collection().SetWriteConcern(writeconcern.Majority())).
+		InsertOne(ctx, bson.D{{Key: "_id", Value: "after"}, {Key: "sku", Value: "after"}}); err != nil {
+		t.Fatal(err)
+	}
+	old.start()
+	waitFor(t, 60*time.Second, "old primary rolled back and SECONDARY", func() bool {
+		return state(t, old) == 2 && strings.Contains(old.out.String(), "Rollback summary")
+	})
+	waitFor(t, 30*time.Second, "the new write on the old primary", func() bool { return itemOn(t, old, "after") })
+	if itemOn(t, old, "lost") {
+		t.Error("w:1 write not rolled back")
+	}
+	checkCatalog(t, old, catalogOf(t, np))
+	if strings.Contains(catalogOf(t, old), "lost_1") {
+		t.Error("the rolled-back index build is still listed")
+	}
+	makePrimary(t, ms, old)
+	enforced(t, old, "rolled-back")
+	// the rolled-back index is gone: a duplicate of its key is accepted
+	items := old.client(t).Database("app").Collection("items")
+	for i := range 2 {
+		if _, err := items.InsertOne(ctx, bson.D{{Key: "sku", Value: fmt.Sprintf("l%d", i)}, {Key: "lost", Value: 1}}); err != nil {
+			t.Fatalf("insert %d under the rolled-back index: %v", i, err)
+		}
+	}
+}
+
+// itemOn says whether m holds app.items document id.
+func itemOn(t *testing.T, m *member, id string) bool {
+	c := m.shortClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	defer func() { _ = c.Disconnect(ctx) }()
+	err := c.Database("app").Collection("items", options.Collection().SetReadPreference(readpref.PrimaryPreferred())).
+		FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Err()
+	return err == nil
+}
+
+// skusOn lists m's app.keys as "_id=sku" lines, sorted, the padding left out.
+func skusOn(t *testing.T, m *member) string {
+	c := m.shortClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	defer func() { _ = c.Disconnect(ctx) }()
+	cur, err := c.Database("app").Collection("keys", options.Collection().SetReadPreference(readpref.PrimaryPreferred())).
+		Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "sku", Value: 1}}))
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for cur.Next(ctx) {
+		lines = append(lines, fmt.Sprintf("%v=%v", cur.Current.Lookup("_id"), cur.Current.Lookup("sku")))
+	}
+	if err := cur.Err(); err != nil {
+		return err.Error()
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// Writes that move unique keys between documents while a new member
+// clones the collection in batches: the clone may hold a key twice for a
+// while (an early batch has the old owner, a later one the new), which the
+// oplog replay resolves, as in mongod's idempotent initial-sync apply. The
+// attempt must neither fail nor diverge.
+func TestInitialSyncWithUniqueKeysMovingDuringClone(t *testing.T) {
+	ms, p := initiated(t, 2, fastSettings)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	keys := ms[p].client(t).Database("app").Collection("keys")
+	if _, err := keys.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "sku", Value: 1}}, Options: options.Index().SetUnique(true)}); err != nil {
+		t.Fatal(err)
+	}
+	// _ids are equal-length strings, so clone order is their order: the
+	// "a-" documents come in the first batch, the ~17 MB of "m-" padding
+	// makes three batches, the "z-" documents written meanwhile come last.
+	sku := map[string]string{}
+	var docs []any
+	for i := range 20 {
+		id := fmt.Sprintf("a-%03d", i)
+		sku[id] = "k" + id
+		docs = append(docs, bson.D{{Key: "_id", Value: id}, {Key: "sku", Value: sku[id]}})
+	}
+	pad := strings.Repeat("p", 700<<10)
+	for i := range 24 {
+		docs = append(docs, bson.D{{Key: "_id", Value: fmt.Sprintf("m-%03d", i)}, {Key: "sku", Value: fmt.Sprintf("pad%d", i)}, {Key: "pad", Value: pad}})
+	}
+	maj := keys.Database().Collection("keys", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	for i := 0; i < len(docs); i += 4 {
+		if _, err := maj.InsertMany(ctx, docs[i:i+4]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nm := newMember(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	rounds := 0
+	go func() {
+		defer wg.Done()
+		for r := 0; ; r++ {
+			select {
+			case <-stop:
+				rounds = r
+				return
+			default:
+			}
+			// move a key from an early document to a new late one
+			low := fmt.Sprintf("a-%03d", r%20)
+			freed := sku[low]
+			sku[low] = fmt.Sprintf("k%s-%d", low, r)
+			if _, err := keys.UpdateOne(ctx, bson.D{{Key: "_id", Value: low}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sku", Value: sku[low]}}}}); err != nil {
+				t.Errorf("round %d update: %v", r, err)
+				return
+			}
+			if _, err := keys.InsertOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("z-%05d", r)}, {Key: "sku", Value: freed}}); err != nil {
+				t.Errorf("round %d insert: %v", r, err)
+				return
+			}
+			// and change or delete an earlier late one
+			if r >= 2 {
+				var err error
+				if r%3 == 0 {
+					_, err = keys.DeleteOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("z-%05d", r-2)}})
+				} else {
+					_, err = keys.UpdateOne(ctx, bson.D{{Key: "_id", Value: fmt.Sprintf("z-%05d", r-2)}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sku", Value: fmt.Sprintf("late%d", r)}}}})
+				}
+				if err != nil {
+					t.Errorf("round %d: %v", r, err)
+					return
+				}
+			}
+		}
+	}()
+	addMember(t, ms, p, nm, 5)
+	waitFor(t, 90*time.Second, "new member SECONDARY", func() bool { return state(t, nm) == 2 })
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d rounds of writes", rounds)
+	if strings.Contains(nm.out.String(), "Initial sync attempt failed") {
+		t.Error("an initial sync attempt failed")
+	}
+	want := skusOn(t, ms[p])
+	waitFor(t, 30*time.Second, "the new member converged", func() bool { return skusOn(t, nm) == want })
+	// its unique index answers lookups as a scan would
+	var all bson.A
+	for _, line := range strings.Split(want, "\n") {
+		_, s, _ := strings.Cut(line, "=")
+		all = append(all, strings.Trim(s, `"`))
+	}
+	c := nm.client(t)
+	n, err := c.Database("app").Collection("keys", options.Collection().SetReadPreference(readpref.Secondary())).
+		CountDocuments(ctx, bson.D{{Key: "sku", Value: bson.D{{Key: "$in", Value: all}}}})
+	if err != nil || n != int64(len(all)) {
+		t.Errorf("lookup of every key through the index: %d of %d, %v", n, len(all), err)
+	}
+}
