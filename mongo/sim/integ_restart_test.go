@@ -28,7 +28,7 @@ func TestCatalogSurvivesRestartAndRollback(t *testing.T) {
 	for _, m := range ms {
 		waitFor(t, 30*time.Second, "index builds truncated from the oplog of "+m.host, func() bool { return !oplogHasIndexBuild(t, m) })
 	}
-	want := catalogOf(t, ms[p])
+	want, wantColls := catalogOf(t, ms[p]), collectionsOf(t, ms[p])
 	for _, m := range ms {
 		m.kill()
 	}
@@ -39,6 +39,9 @@ func TestCatalogSurvivesRestartAndRollback(t *testing.T) {
 	for _, m := range ms {
 		waitFor(t, 30*time.Second, m.host+" up", func() bool { s := state(t, m); return s == 1 || s == 2 })
 		checkCatalog(t, m, want)
+		if got := collectionsOf(t, m); got != wantColls {
+			t.Errorf("%s: collections after restart:\n%s\nbefore:\n%s", m.host, got, wantColls)
+		}
 	}
 	enforced(t, ms[p], "restarted")
 

@@ -3,6 +3,7 @@ package sim_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,8 @@ import (
 // (cloning initial sync, start-up from a checkpoint, rollback).
 
 // setUpCatalog creates app.items with options and a unique, a TTL, a
-// partial unique and a hidden index, and a few documents.
+// partial unique and a hidden index, changes the TTL and the options by
+// collMod, and inserts a few documents.
 func setUpCatalog(t *testing.T, c *mongo.Client) {
 	t.Helper()
 	ctx := ctx20(t)
@@ -31,11 +33,17 @@ func setUpCatalog(t *testing.T, c *mongo.Client) {
 	}
 	if _, err := db.Collection("items").Indexes().CreateMany(ctx, []mongo.IndexModel{
 		{Keys: bson.D{{Key: "sku", Value: 1}}, Options: options.Index().SetUnique(true)},
-		{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(3600)},
+		{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(7200)},
 		{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).
 			SetPartialFilterExpression(bson.D{{Key: "active", Value: true}})},
 		{Keys: bson.D{{Key: "n", Value: -1}}, Options: options.Index().SetHidden(true)},
 	}); err != nil {
+		t.Fatal(err)
+	}
+	// collMod changes that only the catalog (not the create entries) holds
+	if err := db.RunCommand(ctx, bson.D{{Key: "collMod", Value: "items"},
+		{Key: "index", Value: bson.D{{Key: "keyPattern", Value: bson.D{{Key: "at", Value: 1}}}, {Key: "expireAfterSeconds", Value: 3600}}},
+		{Key: "validationAction", Value: "warn"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := db.Collection("items").InsertMany(ctx, []any{
@@ -78,12 +86,41 @@ func catalogOf(t *testing.T, m *member) string {
 	return out
 }
 
+// collectionsOf is listCollections of every user database on m, names
+// and infos (UUIDs), for comparison: implicitly created collections too.
+func collectionsOf(t *testing.T, m *member) string {
+	t.Helper()
+	c := m.shortClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	defer func() { _ = c.Disconnect(ctx) }()
+	out := ""
+	for _, name := range []string{"app", "test"} {
+		cur, err := c.Database(name, options.Database().SetReadPreference(readpref.PrimaryPreferred())).ListCollections(ctx, bson.D{})
+		if err != nil {
+			return err.Error()
+		}
+		var colls []bson.Raw
+		if err := cur.All(ctx, &colls); err != nil {
+			return err.Error()
+		}
+		var lines []string
+		for _, cl := range colls {
+			lines = append(lines, fmt.Sprintf("%s.%s %s %s", name, cl.Lookup("name").StringValue(), cl.Lookup("options"), cl.Lookup("info")))
+		}
+		sort.Strings(lines)
+		out += strings.Join(lines, "\n") + "\n"
+	}
+	return out
+}
+
 // checkCatalog asserts m shows every index of setUpCatalog and the same
-// catalog as want.
+// catalog as want. collMod leaves expireAfterSeconds a long, as mongod's
+// catalog does.
 func checkCatalog(t *testing.T, m *member, want string) {
 	t.Helper()
 	got := catalogOf(t, m)
-	for _, s := range []string{`"sku_1"`, `"unique": true`, `"expireAfterSeconds": {"$numberInt":"3600"}`, `"partialFilterExpression"`, `"hidden": true`, `"validationLevel": "moderate"`, `"uuid"`} {
+	for _, s := range []string{`"sku_1"`, `"unique": true`, `"expireAfterSeconds": {"$numberLong":"3600"}`, `"partialFilterExpression"`, `"hidden": true`, `"validationLevel": "moderate"`, `"validationAction": "warn"`, `"uuid"`} {
 		if !strings.Contains(got, s) {
 			t.Errorf("%s: catalog lacks %s:\n%s", m.host, s, got)
 		}
@@ -124,6 +161,23 @@ func addMember(t *testing.T, ms []*member, p int, nm *member, id int) {
 	}
 	members = append(members, bson.D{{Key: "_id", Value: id}, {Key: "host", Value: nm.host}})
 	mustRun(t, pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, members, v+1)}})
+}
+
+// waitVoting waits for the primary's follow-up reconfig that makes the
+// newly added member a voter (newlyAdded removed); until then it cannot
+// be elected.
+func waitVoting(t *testing.T, ms []*member) {
+	t.Helper()
+	waitFor(t, 30*time.Second, "newlyAdded removed", func() bool {
+		p := primaryOf(ms)
+		if p < 0 {
+			return false
+		}
+		c := ms[p].shortClient()
+		defer func() { _ = c.Disconnect(context.Background()) }()
+		r, err := run(c, bson.D{{Key: "replSetGetConfig", Value: 1}})
+		return err == nil && !strings.Contains(r.Lookup("config", "members").String(), "newlyAdded")
+	})
 }
 
 // makePrimary freezes every other live member and steps the primary down
@@ -182,7 +236,11 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 		t.Fatal("the new member did not clone")
 	}
 	checkCatalog(t, nm, want)
+	if got, want := collectionsOf(t, nm), collectionsOf(t, ms[p]); got != want {
+		t.Errorf("collections of the new member:\n%s\nof its source:\n%s", got, want)
+	}
 	all := append(ms, nm)
+	waitVoting(t, all)
 	makePrimary(t, all, nm)
 	enforced(t, nm, "cloned")
 	ctx := ctx20(t)
