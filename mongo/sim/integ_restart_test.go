@@ -225,3 +225,113 @@ func TestInitialSyncWithUniqueKeysMovingDuringClone(t *testing.T) {
 		t.Errorf("lookup of every key through the index: %d of %d, %v", n, len(all), err)
 	}
 }
+
+// dbCatalog is every collection of db on m with its options, UUID and
+// indexes, sorted, for comparison.
+func dbCatalog(t *testing.T, m *member, db string) string {
+	c := m.shortClient()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	defer func() { _ = c.Disconnect(ctx) }()
+	d := c.Database(db, options.Database().SetReadPreference(readpref.PrimaryPreferred()))
+	cur, err := d.ListCollections(ctx, bson.D{})
+	if err != nil {
+		return err.Error()
+	}
+	var colls []bson.Raw
+	if err := cur.All(ctx, &colls); err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, cl := range colls {
+		name := cl.Lookup("name").StringValue()
+		line := fmt.Sprintf("%s %s %s", name, cl.Lookup("options"), cl.Lookup("info"))
+		icur, err := d.Collection(name).Indexes().List(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		var specs []bson.Raw
+		if err := icur.All(ctx, &specs); err != nil {
+			return err.Error()
+		}
+		for _, s := range specs {
+			line += "\n  " + s.String()
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// Collections dropped, recreated with other unique indexes and renamed
+// while a new member clones: the clone's definitions are older than some
+// of its documents, and the replay must still end in the source's catalog
+// (same collections, UUIDs and indexes) without a failed attempt.
+func TestInitialSyncWithDDLDuringClone(t *testing.T) {
+	ms, p := initiated(t, 2, fastSettings)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	app := ms[p].client(t).Database("app")
+	pad := strings.Repeat("p", 700<<10)
+	maj := app.Collection("pad", options.Collection().SetWriteConcern(writeconcern.Majority()))
+	for i := range 24 {
+		if _, err := maj.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "pad", Value: pad}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nm := newMember(t)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	rounds := 0
+	go func() {
+		defer wg.Done()
+		for r := 0; ; r++ {
+			select {
+			case <-stop:
+				rounds = r
+				return
+			default:
+			}
+			name := fmt.Sprintf("d%d", r%3)
+			coll := app.Collection(name)
+			field := []string{"k", "j"}[r%2]
+			steps := []func() error{
+				func() error { return coll.Drop(ctx) },
+				func() error {
+					_, err := coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: field, Value: 1}}, Options: options.Index().SetUnique(true)})
+					return err
+				},
+				func() error {
+					_, err := coll.InsertMany(ctx, []any{bson.D{{Key: field, Value: r}, {Key: "r", Value: r}}, bson.D{{Key: field, Value: -r - 1}}})
+					return err
+				},
+				func() error {
+					if r%4 != 3 {
+						return nil
+					}
+					return app.Client().Database("admin").RunCommand(ctx, bson.D{{Key: "renameCollection", Value: "app." + name},
+						{Key: "to", Value: fmt.Sprintf("app.renamed%d", r%2)}, {Key: "dropTarget", Value: true}}).Err()
+				},
+			}
+			for i, step := range steps {
+				if err := step(); err != nil {
+					t.Errorf("round %d step %d: %v", r, i, err)
+					return
+				}
+			}
+		}
+	}()
+	addMember(t, ms, p, nm, 5)
+	waitFor(t, 90*time.Second, "new member SECONDARY", func() bool { return state(t, nm) == 2 })
+	time.Sleep(time.Second)
+	close(stop)
+	wg.Wait()
+	t.Logf("%d rounds of DDL", rounds)
+	if strings.Contains(nm.out.String(), "Initial sync attempt failed") {
+		t.Error("an initial sync attempt failed")
+	}
+	want := dbCatalog(t, ms[p], "app")
+	var got string
+	waitFor(t, 30*time.Second, "the new member's catalog converged", func() bool { got = dbCatalog(t, nm, "app"); return got == want })
+}
