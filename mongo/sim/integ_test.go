@@ -239,6 +239,11 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 	if got, want := collectionsOf(t, nm), collectionsOf(t, ms[p]); got != want {
 		t.Errorf("collections of the new member:\n%s\nof its source:\n%s", got, want)
 	}
+	// the clone is the member's checkpoint: a kill -9 keeps the catalog
+	nm.kill()
+	nm.start()
+	waitFor(t, 30*time.Second, "new member SECONDARY again", func() bool { return state(t, nm) == 2 })
+	checkCatalog(t, nm, want)
 	all := append(ms, nm)
 	waitVoting(t, all)
 	makePrimary(t, all, nm)
