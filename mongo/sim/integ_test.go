@@ -36,7 +36,7 @@ func setUpCatalog(t *testing.T, c *mongo.Client) {
 		{Keys: bson.D{{Key: "at", Value: 1}}, Options: options.Index().SetExpireAfterSeconds(7200)},
 		{Keys: bson.D{{Key: "email", Value: 1}}, Options: options.Index().SetUnique(true).
 			SetPartialFilterExpression(bson.D{{Key: "active", Value: true}})},
-		{Keys: bson.D{{Key: "n", Value: -1}}, Options: options.Index().SetHidden(true)},
+		{Keys: bson.D{{Key: "n", Value: -1}}, Options: options.Index().SetHidden(true).SetUnique(true).SetSparse(true)},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func setUpCatalog(t *testing.T, c *mongo.Client) {
 		t.Fatal(err)
 	}
 	if _, err := db.Collection("items").InsertMany(ctx, []any{
-		bson.D{{Key: "_id", Value: 1}, {Key: "sku", Value: "a"}, {Key: "email", Value: "x@y"}, {Key: "active", Value: true}, {Key: "at", Value: time.Now()}},
+		bson.D{{Key: "_id", Value: 1}, {Key: "sku", Value: "a"}, {Key: "email", Value: "x@y"}, {Key: "active", Value: true}, {Key: "at", Value: time.Now()}, {Key: "n", Value: 7}},
 		bson.D{{Key: "_id", Value: 2}, {Key: "sku", Value: "b"}, {Key: "email", Value: "x@y"}, {Key: "active", Value: false}, {Key: "at", Value: time.Now()}},
 	}); err != nil {
 		t.Fatal(err)
@@ -143,6 +143,9 @@ func enforced(t *testing.T, m *member, tag string) {
 	}
 	_, err = items.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "active", Value: true}}}})
 	dupErr(t, m.host+" partial unique", err)
+	// a hidden unique index is not used by queries but still enforced
+	_, err = items.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 7}}}})
+	dupErr(t, m.host+" hidden unique", err)
 	if _, err := items.InsertOne(ctx, bson.D{{Key: "sku", Value: "c-" + tag}, {Key: "email", Value: "x@y"}}); err != nil {
 		t.Errorf("%s: insert outside the partial filter: %v", m.host, err)
 	}
