@@ -151,8 +151,9 @@ func enforced(t *testing.T, m *member, tag string) {
 	}
 }
 
-// addMember reconfigures the set (through its primary ms[p]) to add nm.
-func addMember(t *testing.T, ms []*member, p int, nm *member, id int) {
+// addMember reconfigures the set (through its primary ms[p]) to add nm;
+// it returns the version of that config.
+func addMember(t *testing.T, ms []*member, p int, nm *member, id int) int64 {
 	t.Helper()
 	pc := ms[p].client(t)
 	cfg := mustRun(t, pc, bson.D{{Key: "replSetGetConfig", Value: 1}}).Lookup("config").Document()
@@ -164,12 +165,13 @@ func addMember(t *testing.T, ms []*member, p int, nm *member, id int) {
 	}
 	members = append(members, bson.D{{Key: "_id", Value: id}, {Key: "host", Value: nm.host}})
 	mustRun(t, pc, bson.D{{Key: "replSetReconfig", Value: configWith(cfg, members, v+1)}})
+	return v + 1
 }
 
-// waitVoting waits for the primary's follow-up reconfig that makes the
-// newly added member a voter (newlyAdded removed); until then it cannot
-// be elected.
-func waitVoting(t *testing.T, ms []*member) {
+// waitVoting waits for the primary's follow-up reconfig (a version after
+// added) that makes the newly added member a voter; until then it cannot
+// be elected. replSetGetConfig does not show newlyAdded, as in mongod.
+func waitVoting(t *testing.T, ms []*member, added int64) {
 	t.Helper()
 	waitFor(t, 30*time.Second, "newlyAdded removed", func() bool {
 		p := primaryOf(ms)
@@ -179,7 +181,11 @@ func waitVoting(t *testing.T, ms []*member) {
 		c := ms[p].shortClient()
 		defer func() { _ = c.Disconnect(context.Background()) }()
 		r, err := run(c, bson.D{{Key: "replSetGetConfig", Value: 1}})
-		return err == nil && !strings.Contains(r.Lookup("config", "members").String(), "newlyAdded")
+		if err != nil {
+			return false
+		}
+		v, _ := r.Lookup("config", "version").AsInt64OK()
+		return v > added
 	})
 }
 
@@ -233,7 +239,7 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 	waitFor(t, 30*time.Second, "index builds truncated from the oplog", func() bool { return !oplogHasIndexBuild(t, ms[p]) })
 	want := catalogOf(t, ms[p])
 	nm := newMember(t, "--oplogSize", "1", "--setParameter", "ttlMonitorSleepSecs=1")
-	addMember(t, ms, p, nm, 5)
+	added := addMember(t, ms, p, nm, 5)
 	waitFor(t, 60*time.Second, "new member SECONDARY", func() bool { return state(t, nm) == 2 })
 	if !strings.Contains(nm.out.String(), "Finished cloning data") {
 		t.Fatal("the new member did not clone")
@@ -248,7 +254,7 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 	waitFor(t, 30*time.Second, "new member SECONDARY again", func() bool { return state(t, nm) == 2 })
 	checkCatalog(t, nm, want)
 	all := append(ms, nm)
-	waitVoting(t, all)
+	waitVoting(t, all, added)
 	makePrimary(t, all, nm)
 	enforced(t, nm, "cloned")
 	ctx := ctx20(t)
