@@ -269,3 +269,24 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 		t.Errorf("a fresh document went too: %v", err)
 	}
 }
+
+// replSetStepUp on a frozen member fails as mongod's does (the freeze is
+// not lifted), and succeeds once unfrozen.
+func TestStepUpRefusedWhileFrozen(t *testing.T) {
+	ms, p := initiated(t, 2, fastSettings)
+	sec := ms[1-p]
+	sc := sec.client(t)
+	mustRun(t, sc, bson.D{{Key: "replSetFreeze", Value: 60}})
+	if _, err := run(sc, bson.D{{Key: "replSetStepUp", Value: 1}}); !hasCode(err, 125) {
+		t.Fatalf("stepUp while frozen: want 125, got %v", err)
+	}
+	if !strings.Contains(sec.out.String(), `"id":4615657`) {
+		t.Error("no log 4615657")
+	}
+	if primaryOf(ms) != p {
+		t.Fatal("the frozen member took over")
+	}
+	mustRun(t, sc, bson.D{{Key: "replSetFreeze", Value: 0}})
+	mustRun(t, sc, bson.D{{Key: "replSetStepUp", Value: 1}})
+	waitFor(t, 20*time.Second, "the unfrozen member primary", func() bool { return primaryOf(ms) == 1-p })
+}
