@@ -92,8 +92,15 @@ func TestOperatorFlowWithHostNames(t *testing.T) {
 		return b
 	})
 	t.Logf("%v removed", time.Since(t0))
-	// stepDown hands over
-	mustRun(t, pc, bson.D{{Key: "replSetStepDown", Value: 30}})
+	// stepDown hands over. Like the operator, ask whoever is primary now:
+	// a loaded machine may have held an election since (mongod would too).
+	waitFor(t, 30*time.Second, "a stepdown accepted", func() bool {
+		if p = primaryOf(ms); p < 0 {
+			return false
+		}
+		_, err := run(ms[p].client(t, admin(ms[p])...), bson.D{{Key: "replSetStepDown", Value: 30}})
+		return err == nil
+	})
 	waitFor(t, 20*time.Second, "another primary", func() bool { np := primaryOf(ms); return np >= 0 && np != p })
 	t.Logf("%v stepped down", time.Since(t0))
 	// the data written by the operator's user is readable everywhere

@@ -3,6 +3,7 @@ package sim
 import (
 	"time"
 
+	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -111,7 +112,15 @@ func (c *conn) cmdReplSetStepUp(req *Request) (bson.D, error) {
 		n.mu.Unlock()
 		return bson.D{{Key: "info", Value: "already primary"}}, nil
 	}
-	n.stepUntil = time.Time{}
+	// A frozen member, or one in its stepdown period, is not electable,
+	// even on request (mongod's StepDownPeriodActive).
+	if until := n.stepUntil; time.Now().Before(until) {
+		n.mu.Unlock()
+		n.logI("ELECTION", 4615657, "Not starting an election for a replSetStepUp request, since we are not electable", func(e *zerolog.Event) {
+			e.Str("reason", "I am still waiting for stepdown period to end at "+until.UTC().Format("2006-01-02T15:04:05.000Z07:00"))
+		})
+		return nil, cerr(125, "Election failed.")
+	}
 	n.mu.Unlock()
 	reason := "stepUpRequest"
 	if skip {

@@ -388,6 +388,11 @@ func (n *Node) applyBatch(r bson.Raw) {
 	if term > n.term {
 		n.updateTermLocked(term, "sync source has a higher term")
 	}
+	// A batch from the primary postpones our election, as a heartbeat
+	// from it does (mongod's oplog fetcher does the same).
+	if fromPrimary, _ := r.Lookup("isPrimary").BooleanOK(); fromPrimary && term == n.term && n.state == StateSecondary {
+		n.resetElectionTimerLocked()
+	}
 	// Only entries after what we have, in order.
 	var fresh []OplogEntry
 	for _, e := range entries {
