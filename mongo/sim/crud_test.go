@@ -79,7 +79,7 @@ func TestUpdateOrderedAndUnordered(t *testing.T) {
 	c.handle(&Request{Body: mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "$db", Value: "t"}})})
 	for _, ordered := range []bool{true, false} {
 		reply, _ := c.handle(&Request{Body: mustRaw(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
-			bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.A{}}},
+			bson.D{{Key: "q", Value: bson.D{}}, {Key: "u", Value: bson.D{{Key: "$foo", Value: 1}}}}, // unknown modifier: 9
 			bson.D{{Key: "q", Value: bson.D{{Key: "_id", Value: 1}}}, {Key: "u", Value: bson.D{{Key: "$inc", Value: bson.D{{Key: "n", Value: 1}}}}}},
 		}}, {Key: "ordered", Value: ordered}, {Key: "$db", Value: "t"}})})
 		r := mustRaw(reply)
