@@ -60,7 +60,7 @@ func (c *conn) checkAuthz(name string, cmd command, req *Request) *CmdError {
 
 // unauthorized is mongod's generic refusal, naming the whole command.
 func unauthorized(req *Request) *CmdError {
-	return cerr(13, "not authorized on %s to execute command %s", req.DB(), bsonText(req.Body))
+	return cerr(13, "not authorized on %s to execute command %s", req.DB(), showDoc(req.Body))
 }
 
 // commandTarget is the resource an action is checked on: the cluster,

@@ -22,7 +22,7 @@ func writeErr(index int, code int32, msg string, extra ...bson.E) bson.D {
 
 func dupKeyErr(i int, ns string, id bson.RawValue) bson.D {
 	e := &DuplicateKeyError{NS: ns, Index: "_id_", KeyPattern: mustRaw(bson.D{{Key: "_id", Value: int32(1)}}),
-		KeyValue: bson.D{{Key: "_id", Value: id}}, Shown: "{ _id: " + formatValue(id) + " }"}
+		KeyValue: bson.D{{Key: "_id", Value: id}}, Shown: "{ _id: " + showValue(id) + " }"}
 	return writeErr(i, 11000, e.Error(), e.fields()...)
 }
 

@@ -80,7 +80,7 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 		case same:
 			return bson.D{}, nil // 7.0 and later: create is idempotent with the same options
 		}
-		return nil, cerr(48, "namespace %s.%s already exists, but with different options: %s", db, coll, formatDoc(optionsOf(cl)))
+		return nil, cerr(48, "namespace %s.%s already exists, but with different options: %s", db, coll, showDoc(optionsOf(cl)))
 	}
 	_, err := n.writeOplogLocked([]opSpec{{op: "c", ns: db + ".$cmd", o: mustRaw(o)}}, false)
 	n.mu.Unlock()

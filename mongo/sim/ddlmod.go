@@ -112,7 +112,7 @@ func collModIndex(cl *Collection, ns string, idx bson.Raw) (*Index, *CmdError) {
 			return ix, nil
 		}
 	}
-	return nil, cerr(27, "cannot find index %s for ns %s", formatDoc(kp), ns)
+	return nil, cerr(27, "cannot find index %s for ns %s", showDoc(kp), ns)
 }
 
 // cmdRenameCollection renames within or across databases (admin only),

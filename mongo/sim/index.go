@@ -167,7 +167,7 @@ func (ix *Index) keyValue(k indexKey) (bson.D, string) {
 			v = k.vals[i]
 		}
 		d = append(d, bson.E{Key: f, Value: v})
-		parts[i] = f + ": " + formatValue(k.vals[i])
+		parts[i] = f + ": " + showValue(k.vals[i])
 	}
 	return d, "{ " + strings.Join(parts, ", ") + " }"
 }
@@ -187,12 +187,12 @@ var indexOptions = map[string]bool{
 // returns it in listIndexes form: {v: 2, key, name, options...}.
 func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 	inSpec := func(code int32, format string, a ...any) *CmdError {
-		return cerr(code, "Error in specification %s :: caused by :: %s", formatDoc(spec), fmt.Sprintf(format, a...))
+		return cerr(code, "Error in specification %s :: caused by :: %s", showDoc(spec), fmt.Sprintf(format, a...))
 	}
 	els, _ := spec.Elements()
 	for _, e := range els {
 		if !indexOptions[e.Key()] {
-			return nil, inSpec(197, "The field '%s' is not valid for an index specification. Specification: %s", e.Key(), formatDoc(spec))
+			return nil, inSpec(197, "The field '%s' is not valid for an index specification. Specification: %s", e.Key(), showDoc(spec))
 		}
 	}
 	keyV, err := spec.LookupErr("key")
@@ -215,7 +215,7 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 		if v, err := spec.LookupErr(b); err == nil && v.Type != bson.TypeBoolean {
 			if _, isNum := numberOK(v); !isNum {
 				// mongod's text, unbalanced quote included
-				return nil, inSpec(14, "The field '%s has value %s: %s, which is not convertible to bool", b, b, formatValue(v))
+				return nil, inSpec(14, "The field '%s has value %s: %s, which is not convertible to bool", b, b, showValue(v))
 			}
 		}
 	}
@@ -251,7 +251,7 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 		return nil, inSpec(67, "index name cannot be empty")
 	}
 	if v, ok := numberOK(spec.Lookup("v")); ok && v != 2 && v != 1 {
-		return nil, inSpec(67, "Invalid index specification %s; cannot create an index with v=%v", formatDoc(spec), v)
+		return nil, inSpec(67, "Invalid index specification %s; cannot create an index with v=%v", showDoc(spec), v)
 	}
 	isID := len(kels) == 1 && kels[0].Key() == "_id"
 	if v, err := spec.LookupErr("partialFilterExpression"); err == nil {
@@ -273,19 +273,19 @@ func parseIndexSpec(spec bson.Raw) (bson.Raw, *CmdError) {
 		f, ok := numberOK(v)
 		switch {
 		case !ok:
-			return nil, inSpec(67, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'. Index spec: %s", typeName(v.Type), formatDoc(spec))
+			return nil, inSpec(67, "TTL index 'expireAfterSeconds' option must be numeric, but received a type of '%s'. Index spec: %s", typeName(v.Type), showDoc(spec))
 		case f < 0 || f > 2147483647:
-			return nil, inSpec(67, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: %s", formatDoc(spec))
+			return nil, inSpec(67, "TTL index 'expireAfterSeconds' option must be within an acceptable range, try a lower number. Index spec: %s", showDoc(spec))
 		case len(kels) > 1:
-			return nil, inSpec(67, "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: %s", formatDoc(spec))
+			return nil, inSpec(67, "TTL indexes are single-field indexes, compound indexes do not support TTL. Index spec: %s", showDoc(spec))
 		case isID:
-			return nil, inSpec(67, "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s", formatDoc(spec))
+			return nil, inSpec(67, "The field 'expireAfterSeconds' is not valid for an _id index specification. Specification: %s", showDoc(spec))
 		}
 	}
 	if isID {
 		for _, o := range []string{"unique", "sparse", "partialFilterExpression", "hidden"} {
 			if _, err := spec.LookupErr(o); err == nil {
-				return nil, cerr(197, "The field '%s' is not valid for an _id index specification. Specification: %s", o, formatDoc(spec))
+				return nil, cerr(197, "The field '%s' is not valid for an _id index specification. Specification: %s", o, showDoc(spec))
 			}
 		}
 	}

@@ -54,8 +54,8 @@ func TestFormatValueAsMongod(t *testing.T) {
 		{bson.Timestamp{T: 5, I: 1}, "Timestamp(5, 1)"},
 	}
 	for _, c := range cases {
-		if got := formatValue(rv(c.v)); got != c.want {
-			t.Errorf("formatValue(%v) = %s, want %s", c.v, got, c.want)
+		if got := showValue(rv(c.v)); got != c.want {
+			t.Errorf("showValue(%v) = %s, want %s", c.v, got, c.want)
 		}
 	}
 }
@@ -65,7 +65,7 @@ func TestPathValuesTraverseArrays(t *testing.T) {
 	vals, multi := indexedValues(doc, "a.b")
 	var got []string
 	for _, v := range vals {
-		got = append(got, formatValue(v))
+		got = append(got, showValue(v))
 	}
 	if !multi || fmt.Sprint(got) != "[1 2 3 null]" {
 		t.Fatalf("a.b: %v %v", got, multi)

@@ -66,7 +66,7 @@ func (c *conn) cmdCreateIndexes(req *Request) (bson.D, error) {
 	}
 	if int(before)+len(build) > maxIndexes {
 		n.mu.Unlock()
-		return nil, cerr(67, "add index fails, too many indexes for %s key:%s", ns, formatValue(build[len(build)-1].Lookup("key")))
+		return nil, cerr(67, "add index fails, too many indexes for %s key:%s", ns, showValue(build[len(build)-1].Lookup("key")))
 	}
 	for _, spec := range build {
 		if err := checkIndexBuild(cl, ns, spec); err != nil {
@@ -134,9 +134,9 @@ func indexConflict(cl *Collection, pending []bson.Raw, spec bson.Raw) (bool, *Cm
 		identifying, identical := compareSpecs(spec, ex)
 		switch {
 		case !identifying:
-			return false, cerr(86, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", formatDoc(spec), formatDoc(ex))
+			return false, cerr(86, "An existing index has the same name as the requested index. When index names are not specified, they are auto generated and can cause conflicts. Please refer to our documentation. Requested index: %s, existing index: %s", showDoc(spec), showDoc(ex))
 		case !identical:
-			return false, cerr(85, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", formatDoc(spec), formatDoc(ex))
+			return false, cerr(85, "An equivalent index already exists with the same name but different options. Requested index: %s, existing index: %s", showDoc(spec), showDoc(ex))
 		}
 		return true, nil
 	}
@@ -145,7 +145,7 @@ func indexConflict(cl *Collection, pending []bson.Raw, spec bson.Raw) (bool, *Cm
 		exName, _ := ex.Lookup("name").StringValueOK()
 		switch {
 		case identifying && !identical:
-			return false, cerr(85, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", formatDoc(spec), formatDoc(ex))
+			return false, cerr(85, "An equivalent index already exists with a different name and options. Requested index: %s, existing index: %s", showDoc(spec), showDoc(ex))
 		case identical:
 			return false, cerr(85, "Index already exists with a different name: %s", exName)
 		}
@@ -330,11 +330,11 @@ func indexesToDrop(cl *Collection, which bson.RawValue) ([]string, *CmdError) {
 		}
 		switch len(out) {
 		case 0:
-			return nil, cerr(27, "can't find index with key: %s", formatValue(which))
+			return nil, cerr(27, "can't find index with key: %s", showValue(which))
 		case 1:
 			return out, nil
 		}
-		return nil, cerr(86, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %v", len(out), formatValue(which), out)
+		return nil, cerr(86, "%d indexes found for key: %s, identify by name instead. Conflicting indexes: %v", len(out), showValue(which), out)
 	}
 	return nil, cerr(14, "BSON field 'dropIndexes.index' is the wrong type '%s', expected types '[string, object']", typeName(which.Type))
 }

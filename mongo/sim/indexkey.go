@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"encoding/hex"
 	"math"
 	"strconv"
 	"strings"
@@ -125,79 +124,4 @@ func collectPath(v bson.RawValue, parts []string, out *[]bson.RawValue, multikey
 	default:
 		*out = append(*out, bson.RawValue{})
 	}
-}
-
-// formatValue writes a value as mongod's BSONObj::toString does, the
-// form of "dup key: { sku: \"x\" }" and of specs in error messages.
-func formatValue(v bson.RawValue) string {
-	switch v.Type {
-	case 0, bson.TypeNull:
-		return "null"
-	case bson.TypeUndefined:
-		return "undefined"
-	case bson.TypeString:
-		return strconv.Quote(v.StringValue())
-	case bson.TypeInt32:
-		return strconv.FormatInt(int64(v.Int32()), 10)
-	case bson.TypeInt64:
-		return strconv.FormatInt(v.Int64(), 10)
-	case bson.TypeDouble:
-		f := v.Double()
-		if f == math.Trunc(f) && math.Abs(f) < 1e15 {
-			return strconv.FormatFloat(f, 'f', 1, 64)
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64)
-	case bson.TypeDecimal128:
-		return "NumberDecimal(\"" + v.Decimal128().String() + "\")"
-	case bson.TypeBoolean:
-		return strconv.FormatBool(v.Boolean())
-	case bson.TypeObjectID:
-		return "ObjectId('" + v.ObjectID().Hex() + "')"
-	case bson.TypeDateTime:
-		return "new Date(" + strconv.FormatInt(v.DateTime(), 10) + ")"
-	case bson.TypeTimestamp:
-		t, i := v.Timestamp()
-		return "Timestamp(" + strconv.FormatUint(uint64(t), 10) + ", " + strconv.FormatUint(uint64(i), 10) + ")"
-	case bson.TypeBinary:
-		sub, data := v.Binary()
-		if sub == 4 && len(data) == 16 {
-			var u [16]byte
-			copy(u[:], data)
-			return "UUID(\"" + formatUUID(u) + "\")"
-		}
-		return "BinData(" + strconv.Itoa(int(sub)) + ", " + strings.ToUpper(hex.EncodeToString(data)) + ")"
-	case bson.TypeRegex:
-		pattern, opts := v.Regex()
-		return "/" + pattern + "/" + opts
-	case bson.TypeMinKey:
-		return "MinKey"
-	case bson.TypeMaxKey:
-		return "MaxKey"
-	case bson.TypeEmbeddedDocument:
-		return formatDoc(bson.Raw(v.Value))
-	case bson.TypeArray:
-		vals, _ := bson.Raw(v.Value).Values()
-		if len(vals) == 0 {
-			return "[]"
-		}
-		parts := make([]string, len(vals))
-		for i, x := range vals {
-			parts[i] = formatValue(x)
-		}
-		return "[ " + strings.Join(parts, ", ") + " ]"
-	}
-	return v.String()
-}
-
-// formatDoc is a document in mongod's toString form: { a: 1, b: "x" }.
-func formatDoc(d bson.Raw) string {
-	els, _ := d.Elements()
-	if len(els) == 0 {
-		return "{}"
-	}
-	parts := make([]string, len(els))
-	for i, e := range els {
-		parts[i] = e.Key() + ": " + formatValue(e.Value())
-	}
-	return "{ " + strings.Join(parts, ", ") + " }"
 }

@@ -87,7 +87,7 @@ func (d *Data) CheckWrites(ops []opSpec) error {
 		}
 		if e.op == "i" && old != nil {
 			return &DuplicateKeyError{NS: e.ns, Index: "_id_", KeyPattern: mustRaw(bson.D{{Key: "_id", Value: int32(1)}}),
-				KeyValue: bson.D{{Key: "_id", Value: idv}}, Shown: "{ _id: " + formatValue(idv) + " }", Op: i}
+				KeyValue: bson.D{{Key: "_id", Value: idv}}, Shown: "{ _id: " + showValue(idv) + " }", Op: i}
 		}
 		if c != nil {
 			for _, ix := range c.Indexes {
