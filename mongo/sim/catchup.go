@@ -133,41 +133,18 @@ func (n *Node) catchUp(term int64) {
 
 // applyCatchUp appends fetched entries while we are a primary in catch-up.
 func (n *Node) applyCatchUp(r bson.Raw, term int64) {
-	arr, _ := r.Lookup("entries").ArrayOK()
-	vals, _ := arr.Values()
+	entries, ok := batchEntries(r)
+	if !ok {
+		return
+	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.state != StatePrimary || n.term != term || n.writable {
 		return
 	}
-	var fresh []OplogEntry
-	for _, v := range vals {
-		d, ok := v.DocumentOK()
-		if !ok {
-			continue
-		}
-		e, err := DecodeOplogEntry(append(bson.Raw(nil), d...))
-		if err != nil {
-			return
-		}
-		if n.applied.Less(e.OpTime()) {
-			fresh = append(fresh, e)
-		}
-	}
+	fresh := n.appendAppliedLocked(entries)
 	if len(fresh) == 0 {
 		return
-	}
-	if err := n.store.AppendOplog(fresh); err != nil {
-		n.logS("E", "REPL", 21002, "cannot persist oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
-		return
-	}
-	for _, e := range fresh {
-		n.oplog = append(n.oplog, e)
-		n.data.Apply(e)
-		n.applied = e.OpTime()
-		if n.lastTS.T < e.TS.T || n.lastTS.T == e.TS.T && n.lastTS.I < e.TS.I {
-			n.lastTS = e.TS
-		}
 	}
 	if n.election != nil && n.election.term == term {
 		n.election.catchUpOps += int64(len(fresh))

@@ -362,20 +362,58 @@ func (n *Node) fetchLoop() {
 	}
 }
 
-func (n *Node) applyBatch(r bson.Raw) {
+// batchEntries decodes a fetch reply's entries; ok is false when one is malformed.
+func batchEntries(r bson.Raw) (entries []OplogEntry, ok bool) {
 	arr, _ := r.Lookup("entries").ArrayOK()
 	vals, _ := arr.Values()
-	var entries []OplogEntry
 	for _, v := range vals {
-		d, ok := v.DocumentOK()
-		if !ok {
+		d, isDoc := v.DocumentOK()
+		if !isDoc {
 			continue
 		}
 		e, err := DecodeOplogEntry(append(bson.Raw(nil), d...))
 		if err != nil {
-			return
+			return nil, false
 		}
 		entries = append(entries, e)
+	}
+	return entries, true
+}
+
+// appendAppliedLocked persists and applies the entries newer than what we
+// have, in order, and returns them; nil when none is new or the store
+// refuses them.
+func (n *Node) appendAppliedLocked(entries []OplogEntry) []OplogEntry {
+	var fresh []OplogEntry
+	for _, e := range entries {
+		if n.applied.Less(e.OpTime()) {
+			fresh = append(fresh, e)
+		}
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	if err := n.store.AppendOplog(fresh); err != nil {
+		n.logS("E", "REPL", 21002, "cannot persist oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
+		return nil
+	}
+	for _, e := range fresh {
+		n.oplog = append(n.oplog, e)
+		n.data.Apply(e)
+		n.metrics.applied(e)
+		n.applied = e.OpTime()
+		n.noteAppliedLocked(e)
+		if tsLess(n.lastTS, e.TS) {
+			n.lastTS = e.TS
+		}
+	}
+	return fresh
+}
+
+func (n *Node) applyBatch(r bson.Raw) {
+	entries, ok := batchEntries(r)
+	if !ok {
+		return
 	}
 	term, _ := r.Lookup("term").AsInt64OK()
 	commit := parseOpTime(r.Lookup("commit"))
@@ -393,29 +431,7 @@ func (n *Node) applyBatch(r bson.Raw) {
 	if fromPrimary, _ := r.Lookup("isPrimary").BooleanOK(); fromPrimary && term == n.term && n.state == StateSecondary {
 		n.resetElectionTimerLocked()
 	}
-	// Only entries after what we have, in order.
-	var fresh []OplogEntry
-	for _, e := range entries {
-		if n.applied.Less(e.OpTime()) {
-			fresh = append(fresh, e)
-		}
-	}
-	if len(fresh) > 0 {
-		if err := n.store.AppendOplog(fresh); err != nil {
-			n.logS("E", "REPL", 21002, "cannot persist oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
-			return
-		}
-		for _, e := range fresh {
-			n.oplog = append(n.oplog, e)
-			n.data.Apply(e)
-			n.metrics.applied(e)
-			n.applied = e.OpTime()
-			n.noteAppliedLocked(e)
-			if n.lastTS.T < e.TS.T || n.lastTS.T == e.TS.T && n.lastTS.I < e.TS.I {
-				n.lastTS = e.TS
-			}
-		}
-	}
+	fresh := n.appendAppliedLocked(entries)
 	n.advanceCommitLocked(commit)
 	n.truncateOplogLocked()
 	n.caughtUpAgainLocked()
