@@ -21,9 +21,11 @@ CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CO
 GOLANGCI_LINT := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 GOTESTSUM := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)
 
-# Test flags: TEST_PKGS narrows `make test`, TEST_FLAGS adds go test flags.
+# Test flags: TEST_PKGS narrows `make test`, TEST_FLAGS sets go test flags. Every
+# test runs under the race detector (mongod-sim's tests then build mongod-sim with it
+# too, and fail on any race it reports); TEST_FLAGS= turns it off.
 TEST_PKGS ?= ./...
-TEST_FLAGS ?=
+TEST_FLAGS ?= -race
 TEST_TIMEOUT ?= 50m
 
 # The local cluster `make run` starts (kept between runs; `make down` stops it).

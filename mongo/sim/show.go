@@ -22,7 +22,12 @@ func showElem(key string, v bson.RawValue) string {
 
 // showValue writes a value as mongod's BSONObj::toString does, the
 // form of "dup key: { sku: \"x\" }" and of specs in error messages.
-func showValue(v bson.RawValue) string {
+func showValue(v bson.RawValue) (shown string) {
+	defer func() {
+		if recover() != nil {
+			shown = "<malformed BSON>" // a value the driver cannot read: never a panic
+		}
+	}()
 	switch v.Type {
 	case 0, bson.TypeNull:
 		return "null"

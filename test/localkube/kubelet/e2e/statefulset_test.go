@@ -62,9 +62,9 @@ func exec(t *testing.T, env *harness.Env, pod string, cmd ...string) (string, er
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var out bytes.Buffer
-	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &out})
-	return out.String(), err
+	var stdout, stderr bytes.Buffer // two buffers: the streams are copied concurrently
+	err = ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	return stdout.String() + stderr.String(), err
 }
 
 // A StatefulSet behind a headless Service: its pods spread over the Nodes, find
