@@ -396,10 +396,18 @@ func inPred(op string, ov bson.RawValue) (func(bson.RawValue) bool, error) {
 		return nil, cerr(2, "%s needs an array", op)
 	}
 	vals, _ := arr.Values()
+	// Plain scalars are looked up in a set (as mongod's $in keeps a sorted
+	// set), so a long $in list costs one lookup, not one comparison each;
+	// null, regexes, arrays and documents keep their own predicates.
+	set := map[string]bool{}
 	var preds []func(bson.RawValue) bool
 	for _, x := range vals {
 		if isOperatorDoc(x) {
 			return nil, cerr(2, "cannot nest $ under %s", op)
+		}
+		if inSetKind(x) {
+			set[keyString(x)] = true
+			continue
 		}
 		p, err := equalityPred(x, true)
 		if err != nil {
@@ -408,6 +416,9 @@ func inPred(op string, ov bson.RawValue) (func(bson.RawValue) bool, error) {
 		preds = append(preds, p)
 	}
 	return func(v bson.RawValue) bool {
+		if inSetKind(v) && set[keyString(v)] {
+			return true
+		}
 		for _, p := range preds {
 			if p(v) {
 				return true
@@ -415,4 +426,17 @@ func inPred(op string, ov bson.RawValue) (func(bson.RawValue) bool, error) {
 		}
 		return false
 	}, nil
+}
+
+// inSetKind: values whose equality is exactly equality of their index key
+// (numbers compare across types, 1 == 1.0, as mongod's index keys do).
+func inSetKind(v bson.RawValue) bool {
+	switch v.Type {
+	case bson.TypeInt32, bson.TypeInt64, bson.TypeString, bson.TypeObjectID, bson.TypeBoolean, bson.TypeDateTime, bson.TypeTimestamp:
+		return v.Validate() == nil
+	case bson.TypeDouble:
+		f, ok := v.DoubleOK()
+		return ok && f == f // NaN keeps its own predicate
+	}
+	return false
 }
