@@ -150,7 +150,9 @@ func stageSortByCount(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.
 		return nil, err
 	}
 	out := groupOutput(groups, specs)
-	SortDocs(out, mustRaw(bson.D{{Key: "count", Value: -1}}))
+	if err := SortDocs(out, mustRaw(bson.D{{Key: "count", Value: -1}})); err != nil {
+		return nil, asCmdError(err)
+	}
 	return out, nil
 }
 

@@ -312,7 +312,7 @@ func windowValue(w *windowOutput, i int, vals []bson.RawValue, key func(int) bso
 		}
 		return vals[j], nil
 	}
-	lo, hi := 0, len(vals)-1
+	var lo, hi int
 	if w.byRange {
 		cur := key(i)
 		in := func(j int, b windowBound, upper bool) bool {

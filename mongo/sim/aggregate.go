@@ -140,7 +140,7 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 		if !ok {
 			return nil, cerr(14, "BSON field 'aggregate.let' is the wrong type '%s', expected type 'object'", exprTypeName(lv))
 		}
-		if p.let, err = evalLet(newEvalCtx(bson.Raw(emptyDoc), p.now, nil), ld); err != nil {
+		if p.let, err = evalLet(newEvalCtx(emptyDoc, p.now, nil), ld); err != nil {
 			return nil, err
 		}
 	}
@@ -278,7 +278,9 @@ func stageSort(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, er
 			return nil, cerr(15975, "$sort key ordering must be 1 (for ascending) or -1 (for descending)")
 		}
 	}
-	SortDocs(docs, s)
+	if err := SortDocs(docs, s); err != nil {
+		return nil, asCmdError(err)
+	}
 	return docs, nil
 }
 

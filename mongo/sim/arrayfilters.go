@@ -63,7 +63,7 @@ func arrayFilterID(f bson.Raw) (string, error) {
 		return "", cerr(9, "Cannot use an expression without a top-level field name in arrayFilters")
 	}
 	if c := id[0]; c < 'a' || c > 'z' || strings.IndexFunc(id, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9')
+		return (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9')
 	}) >= 0 {
 		return "", cerr(2, "Error parsing array filter :: caused by :: The top-level field name must be an alphanumeric string beginning with a lowercase letter, found '%s'", id)
 	}

@@ -297,11 +297,11 @@ func (c *conn) collectionVisible(req *Request) func(string) bool {
 func authzRenameCollection(c *conn, req *Request) *CmdError {
 	src, _ := req.Body.Lookup("renameCollection").StringValueOK()
 	dst, _ := req.Body.Lookup("to").StringValueOK()
-	sdb, scoll, _ := strings.Cut(src, ".")
+	sdb, srcColl, _ := strings.Cut(src, ".")
 	ddb, dcoll, _ := strings.Cut(dst, ".")
-	from, to := Resource{DB: sdb, Collection: scoll}, Resource{DB: ddb, Collection: dcoll}
+	from, to := Resource{DB: sdb, Collection: srcColl}, Resource{DB: ddb, Collection: dcoll}
 	dropTarget, _ := req.Body.Lookup("dropTarget").BooleanOK()
-	if sdb == ddb && normalCollection(sdb, scoll) && normalCollection(ddb, dcoll) {
+	if sdb == ddb && normalCollection(sdb, srcColl) && normalCollection(ddb, dcoll) {
 		if c.can(Resource{DB: sdb}, "renameCollectionSameDB") && (!dropTarget || c.can(to, "dropCollection")) &&
 			(c.can(from, "find") || !c.can(to, "find")) {
 			return nil

@@ -43,10 +43,10 @@ func authzUpdateUser(c *conn, req *Request) *CmdError {
 	db := req.DB()
 	user, _ := req.Body.Lookup("updateUser").StringValueOK()
 	self := c.isUser(user, db)
-	if _, err := req.Body.LookupErr("pwd"); err == nil && !(self && c.can(Resource{DB: db}, "changeOwnPassword")) && !c.can(Resource{DB: db}, "changePassword") {
+	if _, err := req.Body.LookupErr("pwd"); err == nil && (!self || !c.can(Resource{DB: db}, "changeOwnPassword")) && !c.can(Resource{DB: db}, "changePassword") {
 		return cerr(13, "Not authorized to change password of user: %s@%s", user, db)
 	}
-	if _, err := req.Body.LookupErr("customData"); err == nil && !(self && c.can(Resource{DB: db}, "changeOwnCustomData")) && !c.can(Resource{DB: db}, "changeCustomData") {
+	if _, err := req.Body.LookupErr("customData"); err == nil && (!self || !c.can(Resource{DB: db}, "changeOwnCustomData")) && !c.can(Resource{DB: db}, "changeCustomData") {
 		return cerr(13, "Not authorized to change customData of user: %s@%s", user, db)
 	}
 	if _, err := req.Body.LookupErr("roles"); err == nil {

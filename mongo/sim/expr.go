@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -398,7 +399,8 @@ func exprMatches(doc bson.Raw, e bson.RawValue) (bool, error) {
 
 // exprError turns a non-command error into a BadValue command error.
 func exprError(err error) error {
-	if _, ok := err.(*CmdError); ok || err == nil {
+	var ce *CmdError
+	if err == nil || errors.As(err, &ce) {
 		return err
 	}
 	return cerr(2, "%s", fmt.Sprint(err))

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"encoding/hex"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -242,7 +243,7 @@ func opConvert(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 		return missing, cerr(2, "$convert's 'to' argument must be a string or number, but is %s", exprTypeName(tv))
 	}
 	out, err := convertTo(in, to)
-	if ce, ok := err.(*CmdError); ok && ce.Code == 241 {
+	if ce := (*CmdError)(nil); errors.As(err, &ce) && ce.Code == 241 {
 		if on, has := m["onError"]; has {
 			return x.eval(on)
 		}

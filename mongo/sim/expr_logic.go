@@ -89,11 +89,11 @@ func checkVarName(name string) error {
 	if name == "" {
 		return cerr(16866, "empty variable names are not allowed")
 	}
-	if c := name[0]; !(c >= 'a' && c <= 'z' || c >= 0x80) {
+	if c := name[0]; (c < 'a' || c > 'z') && c < 0x80 {
 		return cerr(16867, "'%s' starts with an invalid character for a user variable name", name)
 	}
 	for _, c := range name {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c >= 0x80) {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '_' && c < 0x80 {
 			return cerr(16868, "'%s' contains an invalid character for a variable name: '%c'", name, c)
 		}
 	}

@@ -158,11 +158,7 @@ func opGetField(x *evalCtx, arg bson.RawValue) (bson.RawValue, error) {
 	if !ok {
 		return missing, cerr(3041705, "$getField requires 'input' to evaluate to type Object, but got %s", exprTypeName(in))
 	}
-	v, err := d.LookupErr(f)
-	if err != nil {
-		return missing, nil
-	}
-	return v, nil
+	return d.Lookup(f), nil // missing (Type 0) when d has no such field
 }
 
 // setFieldOp is $setField {field, input, value} or $unsetField {field, input}.

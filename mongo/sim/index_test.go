@@ -209,7 +209,7 @@ func TestUniqueIndexEnforcedOnEveryWritePath(t *testing.T) {
 	if we.Message != `E11000 duplicate key error collection: shop.c index: sku_1 dup key: { sku: "x" }` {
 		t.Fatalf("message %q", we.Message)
 	}
-	var raw bson.Raw = we.Raw
+	raw := we.Raw
 	if raw.Lookup("keyPattern").String() != `{"sku": {"$numberInt":"1"}}` || raw.Lookup("keyValue", "sku").StringValue() != "x" {
 		t.Fatalf("write error %s", raw)
 	}
@@ -218,11 +218,11 @@ func TestUniqueIndexEnforcedOnEveryWritePath(t *testing.T) {
 		t.Fatalf("message %q", we.Message)
 	}
 	_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sku", Value: "x"}}}})
-	dupErr(t, "update", err)
+	_ = dupErr(t, "update", err)
 	_, err = coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "sku", Value: "x"}})
-	dupErr(t, "replacement", err)
+	_ = dupErr(t, "replacement", err)
 	_, err = coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: 9}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sku", Value: "x"}}}}, options.UpdateOne().SetUpsert(true))
-	dupErr(t, "upsert", err)
+	_ = dupErr(t, "upsert", err)
 	err = coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "sku", Value: "x"}}}}).Err()
 	wantCode(t, "findAndModify", err, 11000)
 	if !strings.Contains(err.Error(), `dup key: { sku: "x" }`) {
@@ -243,7 +243,7 @@ func TestUniqueIndexEnforcedOnEveryWritePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 6}, {Key: "sku", Value: 7.0}})
-	dupErr(t, "7 and 7.0", err)
+	_ = dupErr(t, "7 and 7.0", err)
 	if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: 7}}); err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +255,7 @@ func TestUniqueIndexEnforcedOnEveryWritePath(t *testing.T) {
 	_, err = coll.InsertMany(ctx, []any{bson.D{{Key: "_id", Value: 10}, {Key: "sku", Value: bson.A{"p", "q"}}},
 		bson.D{{Key: "_id", Value: 11}, {Key: "sku", Value: "q"}}, bson.D{{Key: "_id", Value: 12}, {Key: "sku", Value: "r"}}},
 		options.InsertMany().SetOrdered(false))
-	dupErr(t, "array element", err)
+	_ = dupErr(t, "array element", err)
 	if n, _ := coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{10, 12}}}}}); n != 2 {
 		t.Fatalf("unordered insert kept %d of 2", n)
 	}
@@ -277,12 +277,12 @@ func TestUniqueIndexEnforcedOnEveryWritePath(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = sp.InsertOne(ctx, bson.D{{Key: "_id", Value: 11}, {Key: "u", Value: "same"}, {Key: "active", Value: true}})
-	dupErr(t, "partial", err)
+	_ = dupErr(t, "partial", err)
 	if _, err := sp.InsertOne(ctx, bson.D{{Key: "_id", Value: 12}, {Key: "e", Value: nil}}); err != nil {
 		t.Fatal(err)
 	}
 	_, err = sp.InsertOne(ctx, bson.D{{Key: "_id", Value: 13}, {Key: "e", Value: nil}})
-	dupErr(t, "sparse null", err)
+	_ = dupErr(t, "sparse null", err)
 
 	// a unique index over existing duplicates is refused
 	_, err = c.Database("shop").Collection("sparse").Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "u", Value: 1}}, Options: options.Index().SetUnique(true).SetName("u_all")})
@@ -352,7 +352,7 @@ func TestIndexesReplicatedAndRebuiltFromOplog(t *testing.T) {
 	waitPrimary(t, ms[:1], 30*time.Second)
 	coll = ms[0].client(t).Database("app").Collection("users")
 	_, err := coll.InsertOne(ctx, bson.D{{Key: "email", Value: "a@x"}})
-	dupErr(t, "after restart", err)
+	_ = dupErr(t, "after restart", err)
 	if got := uuidOf(coll.Database()); got != primaryUUID {
 		t.Fatalf("collection UUID %s after restart, was %s", got, primaryUUID)
 	}

@@ -110,7 +110,8 @@ func TestCheckWritesFollowsTheBatch(t *testing.T) {
 		entry("i", "t.c", bson.D{{Key: "_id", Value: 4}, {Key: "k", Value: "z"}}),
 	}
 	err := d.CheckWrites(specs(twice...))
-	dk, ok := err.(*DuplicateKeyError)
+	var dk *DuplicateKeyError
+	ok := errors.As(err, &dk)
 	if !ok || dk.Op != 1 || dk.Error() != `E11000 duplicate key error collection: t.c index: k_1 dup key: { k: "z" }` {
 		t.Fatalf("got %v", err)
 	}
@@ -130,7 +131,7 @@ func TestCheckWritesFollowsTheBatch(t *testing.T) {
 		bson.D{{Key: "op", Value: "i"}, {Key: "ns", Value: "t.c"}, {Key: "o", Value: bson.D{{Key: "_id", Value: 7}, {Key: "k", Value: "q"}}}},
 		bson.D{{Key: "op", Value: "i"}, {Key: "ns", Value: "t.c"}, {Key: "o", Value: bson.D{{Key: "_id", Value: 8}, {Key: "k", Value: "q"}}}},
 	}}})
-	if dk, ok := d.CheckWrites(specs(txn)).(*DuplicateKeyError); !ok || dk.Op != 1 {
+	if dk := (*DuplicateKeyError)(nil); !errors.As(d.CheckWrites(specs(txn)), &dk) || dk.Op != 1 {
 		t.Fatalf("applyOps with a duplicate: %v", dk)
 	}
 }

@@ -2,6 +2,7 @@ package sim_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -142,10 +143,10 @@ func enforced(t *testing.T, m *member, tag string) {
 		t.Errorf("%s: %s", m.host, we.Message)
 	}
 	_, err = items.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "active", Value: true}}}})
-	dupErr(t, m.host+" partial unique", err)
+	_ = dupErr(t, m.host+" partial unique", err)
 	// a hidden unique index is not used by queries but still enforced
 	_, err = items.UpdateOne(ctx, bson.D{{Key: "_id", Value: 2}}, bson.D{{Key: "$set", Value: bson.D{{Key: "n", Value: 7}}}})
-	dupErr(t, m.host+" hidden unique", err)
+	_ = dupErr(t, m.host+" hidden unique", err)
 	if _, err := items.InsertOne(ctx, bson.D{{Key: "sku", Value: "c-" + tag}, {Key: "email", Value: "x@y"}}); err != nil {
 		t.Errorf("%s: insert outside the partial filter: %v", m.host, err)
 	}
@@ -263,7 +264,7 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 30*time.Second, "expired document deleted by the new primary", func() bool {
-		return items.FindOne(ctx, bson.D{{Key: "_id", Value: "expired"}}).Err() == mongo.ErrNoDocuments
+		return errors.Is(items.FindOne(ctx, bson.D{{Key: "_id", Value: "expired"}}).Err(), mongo.ErrNoDocuments)
 	})
 	if err := items.FindOne(ctx, bson.D{{Key: "_id", Value: 1}}).Err(); err != nil {
 		t.Errorf("a fresh document went too: %v", err)

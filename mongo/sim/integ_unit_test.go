@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -54,7 +55,7 @@ func TestCloneReplayToleratesTransientDuplicateKeys(t *testing.T) {
 	}
 	// the replayed index refuses what the source's refuses
 	err := got.CheckWrites([]opSpec{{op: "i", ns: "a.k", o: doc("m", "x")}})
-	if _, ok := err.(*DuplicateKeyError); !ok {
+	if dk := (*DuplicateKeyError)(nil); !errors.As(err, &dk) {
 		t.Errorf("duplicate after replay: %v", err)
 	}
 	if err := got.CheckWrites([]opSpec{{op: "i", ns: "a.k", o: doc("m", "y")}}); err != nil {

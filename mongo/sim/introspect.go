@@ -86,7 +86,7 @@ func (c *conn) cmdValidate(req *Request) (bson.D, error) {
 	for _, d := range docs {
 		if d.Validate() != nil {
 			invalid++
-		} else if _, err := d.LookupErr("_id"); err != nil && !(db == "local" && coll == "oplog.rs") {
+		} else if _, err := d.LookupErr("_id"); err != nil && (db != "local" || coll != "oplog.rs") {
 			invalid++
 		}
 	}
@@ -103,7 +103,7 @@ func (c *conn) cmdValidate(req *Request) (bson.D, error) {
 	}
 	full, _ := req.Body.Lookup("full").BooleanOK()
 	return bson.D{{Key: "ns", Value: db + "." + coll}, {Key: "nInvalidDocuments", Value: int64(invalid)},
-		{Key: "nNonCompliantDocuments", Value: int64(0)}, {Key: "nrecords", Value: int64(s.count)},
+		{Key: "nNonCompliantDocuments", Value: int64(0)}, {Key: "nrecords", Value: s.count},
 		{Key: "nIndexes", Value: int32(len(s.indexes))}, {Key: "keysPerIndex", Value: keys}, {Key: "indexDetails", Value: details},
 		{Key: "valid", Value: invalid == 0}, {Key: "repaired", Value: false}, {Key: "warnings", Value: bson.A{}}, {Key: "errors", Value: errs},
 		{Key: "extraIndexEntries", Value: bson.A{}}, {Key: "missingIndexEntries", Value: bson.A{}}, {Key: "corruptRecords", Value: bson.A{}},

@@ -91,7 +91,7 @@ func readKeyFile(path string) ([]string, error) {
 			return c
 		}, r)
 		for _, c := range key {
-			if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '+' || c == '/' || c == '=') {
+			if (c < 'A' || c > 'Z') && (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '+' && c != '/' && c != '=' {
 				return nil, &KeyFileError{fmt.Sprintf("invalid char in key file %s: %c", path, c)}
 			}
 		}

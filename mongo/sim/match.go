@@ -200,7 +200,7 @@ func parseFieldCond(path string, cond bson.RawValue) (fieldPred, error) {
 	}
 	if regex != nil || options != nil {
 		re, err := parseRegexOp(regex, options)
-		if ce, ok := err.(*CmdError); ok && ce.Code == 51075 && firstKey(cond.Document()) == "$options" {
+		if ce := (*CmdError)(nil); errors.As(err, &ce) && ce.Code == 51075 && firstKey(cond.Document()) == "$options" {
 			ce.Code = 51074 // mongod tells which came first
 		}
 		if err != nil {

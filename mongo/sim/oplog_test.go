@@ -101,7 +101,7 @@ func TestOplogBoundedCheckpointSurvivesKill(t *testing.T) {
 		if max, _ := stats.Lookup("maxSize").AsInt64OK(); max != 1<<20 {
 			t.Errorf("%s: maxSize %d, want 1 MB", m.host, max)
 		}
-		if !(first.T > firstBefore.T || first.T == firstBefore.T && first.I > firstBefore.I) {
+		if first.T < firstBefore.T || first.T == firstBefore.T && first.I <= firstBefore.I {
 			t.Errorf("%s: oldest entry %v not truncated (was %v)", m.host, first, firstBefore)
 		}
 		// Readers see the capped collection: $natural order, count as collStats says.
@@ -110,7 +110,7 @@ func TestOplogBoundedCheckpointSurvivesKill(t *testing.T) {
 			t.Errorf("%s: find returns %d entries from %v; collStats count %d, first %v", m.host, len(ts), ts[0], count, first)
 		}
 		for i := 1; i < len(ts); i++ {
-			if !(ts[i].T > ts[i-1].T || ts[i].T == ts[i-1].T && ts[i].I > ts[i-1].I) {
+			if ts[i].T < ts[i-1].T || ts[i].T == ts[i-1].T && ts[i].I <= ts[i-1].I {
 				t.Fatalf("%s: $natural order broken at %d: %v then %v", m.host, i, ts[i-1], ts[i])
 			}
 		}

@@ -35,7 +35,7 @@ func defaultOplogBytes(dbpath string) int64 {
 	var st syscall.Statfs_t
 	free := int64(0)
 	if syscall.Statfs(dbpath, &st) == nil {
-		free = int64(st.Bavail) * int64(st.Bsize)
+		free = int64(st.Bavail) * st.Bsize
 	}
 	return min(max(free/20, minOplogSizeMB*mb), 50<<30)
 }

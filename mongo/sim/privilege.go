@@ -30,7 +30,7 @@ func normalCollection(db, coll string) bool {
 	if strings.HasPrefix(coll, "system.") {
 		return false
 	}
-	return !(db == "local" && strings.HasPrefix(coll, "replset."))
+	return db != "local" || !strings.HasPrefix(coll, "replset.")
 }
 
 // covers reports whether pattern p matches target t (mongod's resource

@@ -42,10 +42,10 @@ func TestTransactionCommitAbortAndFailover(t *testing.T) {
 		}
 		// the transaction reads its own writes; nobody else does
 		if n, err := coll.CountDocuments(sc, bson.D{}); err != nil || n != 4 {
-			return nil, fmt.Errorf("inside the transaction: %d %v", n, err)
+			return nil, fmt.Errorf("inside the transaction: %d %w", n, err)
 		}
 		if n, err := coll.CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
-			return nil, fmt.Errorf("outside the transaction before commit: %d %v", n, err)
+			return nil, fmt.Errorf("outside the transaction before commit: %d %w", n, err)
 		}
 		return nil, nil
 	})
@@ -68,13 +68,13 @@ func TestTransactionCommitAbortAndFailover(t *testing.T) {
 	// reads in a transaction see its snapshot, not later writes of others
 	_, err = sess.WithTransaction(ctx, func(sc context.Context) (any, error) {
 		if n, err := coll.CountDocuments(sc, bson.D{}); err != nil || n != 4 {
-			return nil, fmt.Errorf("first read: %d %v", n, err)
+			return nil, fmt.Errorf("first read: %d %w", n, err)
 		}
 		if _, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: "later"}}); err != nil {
 			return nil, err
 		}
 		if n, err := coll.CountDocuments(sc, bson.D{}); err != nil || n != 4 {
-			return nil, fmt.Errorf("read after another client's insert: %d %v", n, err)
+			return nil, fmt.Errorf("read after another client's insert: %d %w", n, err)
 		}
 		return nil, nil
 	})

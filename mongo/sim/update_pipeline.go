@@ -111,11 +111,3 @@ func applyPipelineUpdate(doc bson.Raw, specs []bson.RawValue, let map[string]bso
 	}
 	return idFirst(nd), nil
 }
-
-// updateError is the code and message of a failed update for a write error.
-func updateError(err error) (int32, string) {
-	if ce, ok := err.(*CmdError); ok {
-		return ce.Code, ce.Msg
-	}
-	return 66, err.Error()
-}

@@ -54,8 +54,8 @@ func (o *updateOp) parsePush() error {
 	if !ok {
 		return nil
 	}
-	each, err := d.LookupErr("$each")
-	if err != nil {
+	each := d.Lookup("$each")
+	if each.Type == 0 {
 		return nil
 	}
 	arr, ok := each.ArrayOK()

@@ -65,8 +65,8 @@ func (n *Node) writeAuthDoc(req *Request, op, coll string, doc bson.D, id string
 
 // credentialMechanisms reads createUser's/updateUser's mechanisms.
 func credentialMechanisms(req *Request, def []string) ([]string, *CmdError) {
-	v, err := req.Body.LookupErr("mechanisms")
-	if err != nil {
+	v := req.Body.Lookup("mechanisms")
+	if v.Type == 0 {
 		return def, nil
 	}
 	arr, _ := v.ArrayOK()

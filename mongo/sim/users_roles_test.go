@@ -142,7 +142,7 @@ func TestRoleCommandsAsMongod(t *testing.T) {
 	if k := keys(got); k != "_id,role,db,privileges,roles,inheritedRoles,inheritedPrivileges,isBuiltin" {
 		t.Fatalf("rolesInfo fields: %s", k)
 	}
-	if g, w := got.Lookup("privileges").String(), bson.Raw(mustRawDoc(bson.D{{Key: "p", Value: desired[1].Value}})).Lookup("p").String(); g != w {
+	if g, w := got.Lookup("privileges").String(), mustRawDoc(bson.D{{Key: "p", Value: desired[1].Value}}).Lookup("p").String(); g != w {
 		t.Fatalf("privileges: got %s, want %s", g, w)
 	}
 	if g := got.Lookup("roles").String(); g != `[{"role": "read","db": "app"}]` {

@@ -54,8 +54,8 @@ func (n *Node) parseWriteConcern(req *Request) writeConcern {
 // checkWriteConcern refuses a malformed writeConcern before the command
 // runs, with mongod's parse errors.
 func checkWriteConcern(req *Request) *CmdError {
-	v, err := req.Body.LookupErr("writeConcern")
-	if err != nil {
+	v := req.Body.Lookup("writeConcern")
+	if v.Type == 0 {
 		return nil
 	}
 	wc, ok := v.DocumentOK()

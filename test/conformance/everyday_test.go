@@ -180,7 +180,7 @@ var everyday = []scenario{
 				}
 			}
 			if n, err := c.CountDocuments(ctx(t), bson.D{}); err != nil || n != 0 {
-				return nil, fmt.Errorf("outside the transaction %d documents are visible before commit (%v)", n, err)
+				return nil, fmt.Errorf("outside the transaction %d documents are visible before commit (%w)", n, err)
 			}
 			return nil, nil
 		})

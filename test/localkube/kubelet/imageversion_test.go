@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +31,7 @@ func TestImageVersion(t *testing.T) {
 	}
 	for _, ref := range []string{"mongo:5.0", "mongo:9.0.1", "mongo:jammy", "mongo:4"} {
 		_, err := imageVersion(ref, versions)
-		if _, ok := err.(*pullError); !ok || !strings.Contains(err.Error(), "not found") {
+		if pe := (*pullError)(nil); !errors.As(err, &pe) || !strings.Contains(err.Error(), "not found") {
 			t.Errorf("imageVersion(%q): %v, want a pull error", ref, err)
 		}
 	}
