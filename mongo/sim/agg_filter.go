@@ -7,15 +7,19 @@ import (
 // The filtering stages: $match and $redact.
 
 // stageMatch filters with the query language; $expr, also inside $and/$or/$nor,
-// sees the pipeline's variables ($lookup's let).
+// sees the pipeline's variables ($lookup's let). The filter is compiled once.
 func stageMatch(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, error) {
 	f, ok := spec.DocumentOK()
 	if !ok {
 		return nil, cerr(15959, "the match filter must be an expression in an object")
 	}
+	match, err := p.compileMatch(f)
+	if err != nil {
+		return nil, exprError(err)
+	}
 	var out []bson.Raw
 	for _, d := range docs {
-		keep, err := p.matches(d, f)
+		keep, err := match(d)
 		if err != nil {
 			return nil, exprError(err)
 		}
@@ -26,38 +30,62 @@ func stageMatch(p *pipeline, spec bson.RawValue, docs []bson.Raw) ([]bson.Raw, e
 	return out, nil
 }
 
-// matches evaluates $expr and the logical operators here and the rest with Match.
-func (p *pipeline) matches(d, filter bson.Raw) (bool, error) {
+// docMatch is a compiled $match filter.
+type docMatch func(d bson.Raw) (bool, error)
+
+// compileMatch compiles $expr and the logical operators here (so $expr sees
+// the pipeline's variables) and the rest with ParseFilter.
+func (p *pipeline) compileMatch(filter bson.Raw) (docMatch, error) {
 	els, _ := filter.Elements()
+	parts := make([]docMatch, 0, len(els))
 	for _, e := range els {
-		var ok bool
-		var err error
 		subs, isArr := arrayElems(e.Value())
 		switch {
 		case e.Key() == "$expr":
-			var v bson.RawValue
-			v, err = p.ctx(d).eval(e.Value())
-			ok = truthy(v)
+			expr := e.Value()
+			parts = append(parts, func(d bson.Raw) (bool, error) {
+				v, err := p.ctx(d).eval(expr)
+				return truthy(v), err
+			})
 		case (e.Key() == "$and" || e.Key() == "$or" || e.Key() == "$nor") && isArr && len(subs) > 0 && allDocs(subs):
-			hits := 0
-			for _, s := range subs {
-				m, err := p.matches(d, s.Document())
+			op := e.Key()
+			compiled := make([]docMatch, len(subs))
+			for i, sub := range subs {
+				m, err := p.compileMatch(sub.Document())
 				if err != nil {
-					return false, err
+					return nil, err
 				}
-				if m {
-					hits++
-				}
+				compiled[i] = m
 			}
-			ok = e.Key() == "$and" && hits == len(subs) || e.Key() == "$or" && hits > 0 || e.Key() == "$nor" && hits == 0
+			parts = append(parts, func(d bson.Raw) (bool, error) {
+				hits := 0
+				for _, m := range compiled {
+					ok, err := m(d)
+					if err != nil {
+						return false, err
+					}
+					if ok {
+						hits++
+					}
+				}
+				return op == "$and" && hits == len(compiled) || op == "$or" && hits > 0 || op == "$nor" && hits == 0, nil
+			})
 		default:
-			ok, err = Match(d, mustRaw(bson.D{{Key: e.Key(), Value: e.Value()}}))
-		}
-		if err != nil || !ok {
-			return false, err
+			f, err := ParseFilter(mustRaw(bson.D{{Key: e.Key(), Value: e.Value()}}))
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, func(d bson.Raw) (bool, error) { return runFilter(f, d) })
 		}
 	}
-	return true, nil
+	return func(d bson.Raw) (bool, error) {
+		for _, m := range parts {
+			if ok, err := m(d); err != nil || !ok {
+				return false, err
+			}
+		}
+		return true, nil
+	}, nil
 }
 
 func allDocs(vals []bson.RawValue) bool {
