@@ -158,7 +158,14 @@ func TestPodsHaveTheirOwnNetwork(t *testing.T) {
 	if a.Status.PodIP == "" || a.Status.PodIP == b.Status.PodIP {
 		t.Fatalf("pod IPs %q and %q: want two distinct addresses", a.Status.PodIP, b.Status.PodIP)
 	}
-	got, err := httpGet("http://" + a.Status.PodIP + ":8080/")
+	// Ready (no readiness probe) means started, not yet listening: poll.
+	var got string
+	var err error
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, err = httpGet("http://" + a.Status.PodIP + ":8080/"); err == nil {
+			break
+		}
+	}
 	if err != nil || got != "hello from net-a" {
 		t.Fatalf("host to pod a: %q, %v", got, err)
 	}
