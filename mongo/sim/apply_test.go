@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -52,14 +51,7 @@ func TestApplyOpsEntry(t *testing.T) {
 // An insert of many documents is one oplog batch: one call that persists
 // them all (one bbolt transaction, one fsync), sharing its wall time.
 func TestInsertBatchIsOneOplogWrite(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DBPath = t.TempDir()
-	n, err := NewNode(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = n.store.Close() }()
-	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	n, c := standaloneConn(t)
 	docs := bson.A{}
 	for i := range 100 {
 		docs = append(docs, bson.D{{Key: "_id", Value: i}})

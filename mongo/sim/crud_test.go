@@ -11,14 +11,7 @@ import (
 // transactions need a replica set; TestRetryableWritesAcrossFailover
 // covers them).
 func TestStandaloneRefusesTxnNumber(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DBPath = t.TempDir()
-	n, err := NewNode(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = n.store.Close() }()
-	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	n, c := standaloneConn(t)
 	lsid := bson.D{{Key: "id", Value: bson.Binary{Subtype: 4, Data: []byte("0123456789abcdef")}}}
 	insert := mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "a", Value: 1}}}},
 		{Key: "lsid", Value: lsid}, {Key: "txnNumber", Value: int64(1)}, {Key: "$db", Value: "t"}})
@@ -32,14 +25,7 @@ func TestStandaloneRefusesTxnNumber(t *testing.T) {
 }
 
 func TestFindAndModifyDistinctAndNaturalOrder(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DBPath = t.TempDir()
-	n, err := NewNode(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = n.store.Close() }()
-	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	n, c := standaloneConn(t)
 	do := func(d bson.D) bson.Raw {
 		reply, _ := c.handle(&Request{Body: mustRaw(append(d, bson.E{Key: "$db", Value: "t"}))})
 		return mustRaw(reply)
@@ -68,14 +54,7 @@ func TestFindAndModifyDistinctAndNaturalOrder(t *testing.T) {
 
 // An unordered update goes on past a failing statement; an ordered one stops.
 func TestUpdateOrderedAndUnordered(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DBPath = t.TempDir()
-	n, err := NewNode(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = n.store.Close() }()
-	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
+	_, c := standaloneConn(t)
 	c.handle(&Request{Body: mustRaw(bson.D{{Key: "insert", Value: "c"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 1}}}}, {Key: "$db", Value: "t"}})})
 	for _, ordered := range []bool{true, false} {
 		reply, _ := c.handle(&Request{Body: mustRaw(bson.D{{Key: "update", Value: "c"}, {Key: "updates", Value: bson.A{
@@ -94,4 +73,18 @@ func TestUpdateOrderedAndUnordered(t *testing.T) {
 			t.Fatalf("ordered %v: %v", ordered, r)
 		}
 	}
+}
+
+// standaloneConn is a standalone member (no replica set) on a fresh dbpath,
+// with a local connection to run commands through, closed at the test's end.
+func standaloneConn(t *testing.T) (*Node, *conn) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.DBPath = t.TempDir()
+	n, err := NewNode(cfg, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.store.Close() })
+	return n, &conn{n: n, nc: nopConn{}, id: 1, local: true}
 }
