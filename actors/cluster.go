@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -117,6 +118,7 @@ type cluster struct {
 	log    zerolog.Logger
 
 	mgors     *v1alpha1.Mgors
+	latest    *latestSpec // shared with the producer: the spec a restart starts from
 	state     State
 	ready     bool // the state was recovered from the log
 	busy      bool // a step (observe, persist, act) is under way
@@ -127,6 +129,25 @@ type cluster struct {
 	soonTimer bool // a quick re-observation is scheduled
 }
 
+// latestSpec is the newest Mgors an actor was sent, kept outside the actor so
+// that the incarnation a supervisor restart produces starts from it.
+type latestSpec struct {
+	mu sync.Mutex
+	m  *v1alpha1.Mgors
+}
+
+func (l *latestSpec) get() *v1alpha1.Mgors {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m.DeepCopy()
+}
+
+func (l *latestSpec) set(m *v1alpha1.Mgors) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.m = m.DeepCopy()
+}
+
 // quickly is how soon a cluster that is not Healthy is observed again after a
 // step: the world moves on (an election, a pod starting) without an event
 // that would wake the actor.
@@ -135,14 +156,17 @@ const quickly = time.Second
 // NewClusterProps returns the props of a Cluster actor for one Mgors incarnation.
 func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
 	stream := eventlog.Stream{Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
-	first := m.DeepCopy()
+	// The producer builds every incarnation of the actor (the first, and each
+	// restart by the supervisor) from the newest spec the actor was sent, never
+	// the one it was spawned with: a restart must not act on an old spec.
+	latest := &latestSpec{m: m.DeepCopy()}
 	var opts []actor.PropsOption
 	if deps.Mailbox != nil {
 		opts = append(opts, actor.WithMailbox(actor.Unbounded(deps.Mailbox(stream.Key()))))
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &cluster{
-			deps: deps, stream: stream, mgors: first, state: Initial(),
+			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(),
 			log: deps.Log.With().Str("cluster", stream.Key()).Str("uid", stream.UID).Logger(),
 		}
 	}, opts...)
@@ -167,6 +191,7 @@ func (c *cluster) Receive(ctx actor.Context) {
 	case Update:
 		if msg.Mgors != nil && string(msg.Mgors.UID) == c.stream.UID {
 			c.mgors = msg.Mgors.DeepCopy()
+			c.latest.set(c.mgors)
 			c.observe(ctx)
 		}
 	case Poke, tick:

@@ -293,21 +293,41 @@ func serve(ctx context.Context, log zerolog.Logger, addr, path string, h http.Ha
 
 // leaderElect runs lead while this instance holds the Lease; losing it ends
 // the process (a fresh start is the simplest correct way to drop all state).
+// On shutdown the actors stop first and the Lease is released after them, so a
+// standby never acts while this instance's actors still finish a step.
 func leaderElect(ctx context.Context, o options, kc kubernetes.Interface, log zerolog.Logger, leading *atomic.Bool, lead func(context.Context) error) error {
 	lock := &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Namespace: o.leaseNamespace, Name: o.leaseName},
 		Client:     kc.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: o.identity},
 	}
-	var leadErr error
+	// The elector's context ends after the actors stopped (or at shutdown when
+	// this instance never led), and only then does ReleaseOnCancel free the Lease.
+	ectx, stopElecting := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElecting()
+	var started atomic.Bool
+	led := make(chan error, 1)
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 		ReleaseOnCancel: true, Name: o.leaseName,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(lctx context.Context) {
+				started.Store(true)
+				if ctx.Err() != nil { // won the Lease while shutting down: do not start
+					led <- nil
+					stopElecting()
+					return
+				}
 				leading.Store(true)
 				log.Info().Str("identity", o.identity).Msg("leading: starting the actors")
-				leadErr = lead(ctx)
+				// lctx ends when the Lease is lost, ctx when the process shuts down.
+				actx, cancel := context.WithCancel(lctx)
+				stop := context.AfterFunc(ctx, cancel)
+				err := lead(actx)
+				stop()
+				cancel()
+				led <- err
+				stopElecting()
 			},
 			OnStoppedLeading: func() { leading.Store(false) },
 		},
@@ -315,7 +335,17 @@ func leaderElect(ctx context.Context, o options, kc kubernetes.Interface, log ze
 	if err != nil {
 		return err
 	}
-	le.Run(ctx) // returns when leadership is lost or ctx ends
+	idle := context.AfterFunc(ctx, func() {
+		if !started.Load() {
+			stopElecting() // shutting down before ever leading
+		}
+	})
+	defer idle()
+	le.Run(ectx) // returns when leadership is lost or the elector's context ends
+	var leadErr error
+	if started.Load() {
+		leadErr = <-led // the actors have stopped
+	}
 	if ctx.Err() != nil {
 		return leadErr // shutting down
 	}
