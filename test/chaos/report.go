@@ -15,7 +15,7 @@ import (
 )
 
 // Rerun is the command that repeats a run's schedule: the same seed, duration
-// and fault kinds give the same faults at the same offsets.
+// and fault kinds give the same schedule.
 func Rerun(h *History) string {
 	cmd := fmt.Sprintf("CHAOS_SEED=%d CHAOS_DURATION=%s", h.Seed, h.Duration)
 	if len(h.Kinds) > 0 && len(h.Kinds) < len(FaultKinds) {
