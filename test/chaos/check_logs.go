@@ -3,12 +3,13 @@ package chaos
 import (
 	"encoding/base64"
 	"encoding/json"
+	"regexp"
 	"strings"
 )
 
 // checkLogs scans every text in History.Logs:
 //   - panic: a Go runtime panic or fatal error (its prefix at the start of a
-//     line), a zerolog line at level fatal or panic, an err field that the
+//     line), a klog fatal line (client-go's), a zerolog line at level fatal or panic, an err field that the
 //     operator's recovered goroutine panics start with "panic: ", or a mongod
 //     log line of severity F. Only these structured marks count, so a command
 //     or a value that merely contains the word is no failure.
@@ -35,6 +36,9 @@ func checkLogs(h *History, v *Verdict) {
 	}
 }
 
+// klogFatal is klog's header of a fatal line: Fmmdd hh:mm:ss.uuuuuu threadid file:line]
+var klogFatal = regexp.MustCompile(`^F\d{4} \d\d:\d\d:\d\d\.\d{6}\s+\d+ [^ \]]+:\d+\] `)
+
 // panicLine says why a log line is a panic or fatal line, "" when it is not.
 func panicLine(line string) string {
 	l := strings.TrimSpace(line)
@@ -47,6 +51,8 @@ func panicLine(line string) string {
 		return "a Go panic"
 	case strings.HasPrefix(l, "fatal error: "):
 		return "a Go fatal error"
+	case klogFatal.MatchString(l):
+		return "a klog fatal line" // client-go's klog.Fatal exits the process
 	}
 	marked := strings.Contains(l, "fatal") || strings.Contains(l, "panic") || strings.Contains(l, `"F"`)
 	if !marked || !strings.HasPrefix(l, "{") {
@@ -60,7 +66,7 @@ func panicLine(line string) string {
 	switch {
 	case str("level") == "fatal" || str("level") == "panic":
 		return "level " + str("level")
-	case str("s") == "F" && rec["t"] != nil:
+	case str("s") == "F" && rec["c"] != nil: // mongod's severity and component (mongod-sim's exit lines carry no "t")
 		return "mongod severity F"
 	case strings.HasPrefix(str("err"), "panic: ") || strings.HasPrefix(str("error"), "panic: "):
 		return "a recovered panic"

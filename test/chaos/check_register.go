@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"io"
 	"sort"
 	"time"
 
@@ -252,4 +253,9 @@ func describePorcupine(h *History, ops []porcupine.Operation) string {
 		}
 	}
 	return s
+}
+
+// visualize writes porcupine's own page for a rejected register history.
+func visualize(w io.Writer, lin linResult) error {
+	return porcupine.Visualize(registerModel, lin.info, w)
 }

@@ -74,15 +74,20 @@ func maybe(h *History, idx []int) int {
 }
 
 func checkInserts(h *History, v *Verdict, c string, f *Final, tried map[int64][]int) {
-	var lost []int
+	var lost []int // the acknowledged inserts of the missing ids
+	ids := 0
 	for id, idx := range tried {
 		if f.Present[id] {
 			continue
 		}
+		n := len(lost)
 		for _, i := range idx {
 			if h.Ops[i].Outcome == OK {
 				lost = append(lost, i)
 			}
+		}
+		if len(lost) > n {
+			ids++
 		}
 	}
 	var phantom []int64
@@ -100,8 +105,8 @@ func checkInserts(h *History, v *Verdict, c string, f *Final, tried map[int64][]
 	sort.Ints(failed)
 	sort.Slice(phantom, func(i, j int) bool { return phantom[i] < phantom[j] })
 	if len(lost) > 0 {
-		v.Lost += len(lost)
-		v.add(PropertyLost, 0, lost, "%s: %d acknowledged inserts missing from the final majority read: %s", c, len(lost), opList(h, lost))
+		v.Lost += ids
+		v.add(PropertyLost, 0, lost, "%s: %d acknowledged ids missing from the final majority read: %s", c, ids, opList(h, lost))
 	}
 	if len(phantom) > 0 {
 		v.Phantom += len(phantom)

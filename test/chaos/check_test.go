@@ -162,12 +162,18 @@ func TestCheckViolations(t *testing.T) {
 		{"go panic after a kubectl timestamp", func(h *History) {
 			h.Logs["operator/mgors-1"] = "2026-12-01T04:00:01.123456789Z fatal error: concurrent map writes"
 		}, PropertyPanic, nil, 0},
+		{"klog fatal", func(h *History) {
+			h.Logs["operator/mgors-1"] = "F1201 04:00:01.123456    4242 leaderelection.go:123] lost it"
+		}, PropertyPanic, nil, 0},
 		{"zerolog fatal", func(h *History) { h.Logs["operator/mgors-1"] = `{"level":"fatal","err":"x","msg":"cannot start"}` }, PropertyPanic, nil, 0},
 		{"recovered goroutine panic", func(h *History) {
 			h.Logs["operator/mgors-1"] = `{"level":"warn","err":"panic: nil map\ngoroutine 5","msg":"persisting events failed"}`
 		}, PropertyPanic, nil, 0},
 		{"mongod fatal", func(h *History) {
 			h.Logs["member/chaos/a-1"] = `{"t":{"$date":"2026-12-01T04:00:00Z"},"s":"F","c":"CONTROL","id":20557,"msg":"Fatal error; exiting"}`
+		}, PropertyPanic, nil, 0},
+		{"mongod-sim exit line", func(h *History) {
+			h.Logs["member/chaos/a-1"] = `{"s":"F","c":"CONTROL","id":20557,"msg":"Fatal error; exiting","attr":{"err":"dbpath","exitCode":100}}`
 		}, PropertyPanic, nil, 0},
 		{"secret in plain text", func(h *History) { h.Logs["events"] = "Warning auth failed for " + secret }, PropertySecret, nil, 0},
 		{"secret base64", func(h *History) {
