@@ -153,6 +153,7 @@ type report struct {
 //   - report.json: the History's JSON fields, how to rerun it, and the Verdict;
 //   - history.ndjson: every Op, one JSON object a line;
 //   - members.ndjson and phases.ndjson: every member and Mgors sample;
+//   - present.json: per cluster the ids the final read found;
 //   - timeline.html: the run on one page (timeline.html.tmpl);
 //   - linearizability-<ns>_<name>.html: porcupine's own view of each register
 //     history it rejected.
@@ -184,6 +185,9 @@ func WriteReport(dir string, h *History, v Verdict) error {
 		return err
 	}
 	if err := write("phases.ndjson", func(w io.Writer) error { return lines(w, h.Phases) }); err != nil {
+		return err
+	}
+	if err := write("present.json", func(w io.Writer) error { return json.NewEncoder(w).Encode(presentIDs(h)) }); err != nil {
 		return err
 	}
 	if err := write("timeline.html", func(w io.Writer) error { return renderTimeline(w, h, v) }); err != nil {

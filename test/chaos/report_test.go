@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -201,5 +202,29 @@ func TestSummaryNamesSeedFiguresAndOps(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+func TestReportReadBackJudgesTheSame(t *testing.T) {
+	h := busy()
+	h.Logs, h.Secrets = nil, nil // never written, so not read back
+	h.Ops[9].Value = 10          // a stale read
+	delete(h.Final[0].Present, 2)
+	h.Faults[1].Happened = false
+	want := Check(h, Bounds{})
+	dir := t.TempDir()
+	if err := WriteReport(dir, h, want); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := Check(back, Bounds{})
+	if len(got.Violations) != 3 || !reflect.DeepEqual(got.Violations, want.Violations) {
+		t.Fatalf("read back:\n%+v\nwant\n%+v", got.Violations, want.Violations)
+	}
+	if !reflect.DeepEqual(got.Heal, want.Heal) || !reflect.DeepEqual(got.WriteGap, want.WriteGap) || !reflect.DeepEqual(got.Ops, want.Ops) {
+		t.Fatalf("figures differ: %+v vs %+v", got, want)
 	}
 }
