@@ -166,7 +166,7 @@ func renderTimeline(w io.Writer, h *History, v Verdict) error {
 		tl.Labels = append(tl.Labels, label{X: labelW - 6, Y: y + 11, Anchor: "end", Class: "row-label", Text: "Mgors phase"})
 		ps := phases[c]
 		sort.SliceStable(ps, func(i, j int) bool { return ps[i].At.Before(ps[j].At) })
-		for _, r := range runs(len(ps), func(i int) string {
+		for _, r := range stretches(len(ps), func(i int) string {
 			if !ps[i].Current {
 				return ps[i].Phase + " (not current)"
 			}
@@ -181,7 +181,7 @@ func renderTimeline(w io.Writer, h *History, v Verdict) error {
 			ss := members[c][m]
 			sort.SliceStable(ss, func(i, j int) bool { return ss[i].At.Before(ss[j].At) })
 			tl.Labels = append(tl.Labels, label{X: labelW - 6, Y: y + 11, Anchor: "end", Class: "row-label", Text: m})
-			for _, r := range runs(len(ss), func(i int) string { return memberState(ss[i]) },
+			for _, r := range stretches(len(ss), func(i int) string { return memberState(ss[i]) },
 				func(i int) time.Time { return ss[i].At }, end) {
 				s := ss[r.first]
 				state := memberState(s)
@@ -323,18 +323,18 @@ func tickStep(d time.Duration) time.Duration {
 	return 30 * time.Minute
 }
 
-// run is a stretch of consecutive samples with one key.
-type run struct {
+// stretch is a run of consecutive samples with one key.
+type stretch struct {
 	key      string
 	first    int
 	from, to time.Time
 }
 
-// runs merges n time-ordered samples into stretches of equal key; each lasts
+// stretches merges n time-ordered samples into stretches of equal key; each lasts
 // until the next stretch begins, the last until its last sample (or end, if
 // that is its only sample, at most a second on).
-func runs(n int, key func(int) string, at func(int) time.Time, end time.Time) []run {
-	var out []run
+func stretches(n int, key func(int) string, at func(int) time.Time, end time.Time) []stretch {
+	var out []stretch
 	for i := 0; i < n; i++ {
 		k := key(i)
 		if len(out) > 0 && out[len(out)-1].key == k {
@@ -348,7 +348,7 @@ func runs(n int, key func(int) string, at func(int) time.Time, end time.Time) []
 		if last.After(end) {
 			last = end
 		}
-		out = append(out, run{key: k, first: i, from: at(i), to: last})
+		out = append(out, stretch{key: k, first: i, from: at(i), to: last})
 	}
 	return out
 }
