@@ -63,7 +63,8 @@ func good() *History {
 	h.Forced = []ForcedReconfig{{At: sec(40), Cluster: cA}}
 	h.Logs = map[string]string{
 		"operator/mgors-0": `{"level":"info","cluster":"chaos/a","event":"MembersObserved","msg":"panic button not pressed"}` + "\n" +
-			`{"level":"warn","cmd":"fatal","msg":"ok"}`,
+			`{"level":"warn","cmd":"fatal","msg":"ok"}` + "\n" +
+			"I1201 04:00:01.123456       1 leaderelection.go:257] fatal words in a klog info line, panic: not at the start",
 		"member/chaos/a-0": `{"t":{"$date":"2026-12-01T04:00:00Z"},"s":"I","c":"CONTROL","msg":"fatal words in an info line"}`,
 	}
 	h.Secrets = []string{secret, "short"}
