@@ -3,6 +3,7 @@ module github.com/mgors/operator
 go 1.26.8
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/asynkron/protoactor-go v0.0.0-20240822202345-3c0e61ca19c9
 	github.com/prometheus/client_golang v1.24.0
 	github.com/rs/zerolog v1.35.1
