@@ -121,6 +121,9 @@ func NodeDown(dir, node string) (NodeDownResult, error) {
 	if _, err := nodeIndex(node, n); err != nil {
 		return res, err
 	}
+	if fileExists(l.downMarker(node)) {
+		return res, fmt.Errorf("Node %s is already down (node-up brings it back)", node)
+	}
 	if err := os.WriteFile(l.downMarker(node), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
 		return res, err
 	}
@@ -146,6 +149,9 @@ func NodeUp(ctx context.Context, dir, node string, log zerolog.Logger) error {
 	i, err := nodeIndex(node, opts.Nodes)
 	if err != nil {
 		return err
+	}
+	if _, ok := pidOf(l, "kubelet-"+node); ok && !fileExists(l.downMarker(node)) {
+		return fmt.Errorf("Node %s is not down: its kubelet runs", node)
 	}
 	if err := os.Remove(l.downMarker(node)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

@@ -39,25 +39,25 @@ func (i *Injector) Kill(ctx context.Context, namespace, pod, container string) (
 // connections and answers nothing, like a hung process or a long GC pause. The
 // evidence is each process's state from /proc, which must read T (stopped).
 func (i *Injector) Pause(ctx context.Context, namespace, pod string) (string, error) {
-	return i.signalAll(ctx, namespace, pod, syscall.SIGSTOP, "fault.pause", func(s byte) bool { return s == 'T' })
+	return i.signalAll(ctx, namespace, pod, syscall.SIGSTOP, "SIGSTOP", "fault.pause", func(s byte) bool { return s == 'T' })
 }
 
 // Resume continues a pod frozen by Pause (SIGCONT); the evidence is the process
 // states, no longer T.
 func (i *Injector) Resume(ctx context.Context, namespace, pod string) (string, error) {
-	return i.signalAll(ctx, namespace, pod, syscall.SIGCONT, "fault.resume", func(s byte) bool { return s != 'T' })
+	return i.signalAll(ctx, namespace, pod, syscall.SIGCONT, "SIGCONT", "fault.resume", func(s byte) bool { return s != 'T' })
 }
 
 // signalAll signals every container's process group and waits (at most 5 s) until
 // every process of those groups is in a state that satisfies want.
-func (i *Injector) signalAll(ctx context.Context, namespace, pod string, sig syscall.Signal, event string, want func(byte) bool) (string, error) {
+func (i *Injector) signalAll(ctx context.Context, namespace, pod string, sig syscall.Signal, sigName, event string, want func(byte) bool) (string, error) {
 	procs, err := i.containers(ctx, namespace, pod, "")
 	if err != nil {
 		return "", err
 	}
 	for _, c := range procs {
 		if err := syscall.Kill(-c.PID, sig); err != nil {
-			return "", fmt.Errorf("pod %s/%s: %v to container %s (pid %d): %w", namespace, pod, sig, c.Name, c.PID, err)
+			return "", fmt.Errorf("pod %s/%s: %s to container %s (pid %d): %w", namespace, pod, sigName, c.Name, c.PID, err)
 		}
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -69,11 +69,11 @@ func (i *Injector) signalAll(ctx context.Context, namespace, pod string, sig sys
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {
-			return "", fmt.Errorf("pod %s/%s: after %v: %s", namespace, pod, sig, describe(procs, states))
+			return "", fmt.Errorf("pod %s/%s: after %s: %s", namespace, pod, sigName, describe(procs, states))
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	ev := fmt.Sprintf("pod %s/%s: %v to %s", namespace, pod, sig, describe(procs, states))
+	ev := fmt.Sprintf("pod %s/%s: %s to %s", namespace, pod, sigName, describe(procs, states))
 	i.Log.Info().Str("event", event).Str("pod", namespace+"/"+pod).Ints("pids", pidsOf(procs)).Msg(ev)
 	return ev, nil
 }
