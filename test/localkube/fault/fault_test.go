@@ -416,6 +416,9 @@ func testNodeDownUp(ctx context.Context, t *testing.T, f *fixture, inj *fault.In
 	if pids, err := kubelet.PodProcesses(f.dir, f.ns, "d"); err != nil || len(pids) == 0 {
 		t.Errorf("pod d after node-up: processes %v (%v)", pids, err)
 	}
+	if ip := f.pod(ctx, "d").Status.PodIP; ip != d.Status.PodIP {
+		t.Errorf("pod d's IP %s before node-down, %s after node-up", d.Status.PodIP, ip)
+	}
 	eventually(t, "force-deleted pod e cleaned up", time.Minute, func() error {
 		if _, err := os.Stat(eDir); !os.IsNotExist(err) {
 			return fmt.Errorf("%s still there (%v)", eDir, err)
