@@ -122,7 +122,7 @@ func NodeDown(dir, node string) (NodeDownResult, error) {
 		return res, err
 	}
 	if fileExists(l.downMarker(node)) {
-		return res, fmt.Errorf("Node %s is already down (node-up brings it back)", node)
+		return res, fmt.Errorf("node %s is already down (node-up brings it back)", node)
 	}
 	if err := os.WriteFile(l.downMarker(node), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"), 0o644); err != nil {
 		return res, err
@@ -151,7 +151,7 @@ func NodeUp(ctx context.Context, dir, node string, log zerolog.Logger) error {
 		return err
 	}
 	if _, ok := pidOf(l, "kubelet-"+node); ok && !fileExists(l.downMarker(node)) {
-		return fmt.Errorf("Node %s is not down: its kubelet runs", node)
+		return fmt.Errorf("node %s is not down: its kubelet runs", node)
 	}
 	if err := os.Remove(l.downMarker(node)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err

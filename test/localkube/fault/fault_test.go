@@ -421,7 +421,7 @@ func testNodeDownUp(ctx context.Context, t *testing.T, f *fixture, inj *fault.In
 	}
 	eventually(t, "force-deleted pod e cleaned up", time.Minute, func() error {
 		if _, err := os.Stat(eDir); !os.IsNotExist(err) {
-			return fmt.Errorf("%s still there (%v)", eDir, err)
+			return fmt.Errorf("%s still there (stat: %w)", eDir, err)
 		}
 		return nil
 	})
