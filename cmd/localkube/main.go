@@ -3,9 +3,12 @@
 // for the operator's end-to-end tests. See docs/design/localkube.md.
 //
 //	localkube build [--bin DIR] [--force]
-//	localkube up --dir DIR [--nodes N] [--bin DIR] [--kube-proxy=false]
+//	localkube up --dir DIR [--nodes N] [--bin DIR] [--kube-proxy=false] [--image-table FILE]
+//	             [--workload-bin DIR] [--mongosh-dir DIR] [--mongod-bin FILE]
 //	localkube down --dir DIR [--purge]
 //	localkube status --dir DIR
+//	localkube fault VERB ... --dir DIR  (kill, pause, resume, partition, heal,
+//	                                     node-down, node-up, restart-control-plane)
 //	localkube kubelet --config FILE      (started by up, one per Node)
 //	localkube provisioner --dir DIR      (started by up)
 package main
@@ -36,7 +39,8 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	switch sub, args := os.Args[1], os.Args[2:]; sub {
+	sub, args := os.Args[1], os.Args[2:]
+	switch sub {
 	case "build":
 		err = buildCmd(ctx, args, log)
 	case "up":
@@ -45,6 +49,11 @@ func main() {
 		err = downCmd(ctx, args, log)
 	case "status":
 		err = statusCmd(ctx, args)
+	case "fault":
+		if err := faultCmd(ctx, args, log); err != nil {
+			fmt.Fprintln(os.Stderr, "localkube fault:", err)
+			os.Exit(1)
+		}
 	case "kubelet":
 		err = kubeletCmd(ctx, args, log)
 	case "provisioner":
@@ -52,6 +61,7 @@ func main() {
 	case "help", "-h", "--help":
 		usage()
 	default:
+		fmt.Fprintf(os.Stderr, "localkube: unknown command %q\n", sub)
 		usage()
 		os.Exit(2)
 	}
@@ -65,10 +75,11 @@ func usage() {
 	fmt.Fprint(os.Stderr, `usage:
   localkube build [--bin DIR] [--force]
   localkube up --dir DIR [--nodes N] [--bin DIR] [--kube-proxy=false] [--image-table FILE] [--workload-bin DIR]
+               [--mongosh-dir DIR] [--mongod-bin FILE]
   localkube down --dir DIR [--purge]
   localkube status --dir DIR
-  localkube kubelet --config FILE
-  localkube provisioner --dir DIR
+`+faultUsage+`  localkube kubelet --config FILE      (started by up, one per Node)
+  localkube provisioner --dir DIR      (started by up)
 `)
 }
 

@@ -132,9 +132,9 @@ func bootstrap(ctx context.Context, l layout, opts Options) error {
 	return create("endpointslice kube-dns-localkube", err)
 }
 
-// waitNodesReady waits until Nodes localkube-1..n exist and report Ready.
-func waitNodesReady(ctx context.Context, l layout, n int, log zerolog.Logger) error {
-	if n == 0 {
+// waitNodesReady waits until the named Nodes exist and report Ready.
+func waitNodesReady(ctx context.Context, l layout, names []string, log zerolog.Logger) error {
+	if len(names) == 0 {
 		return nil
 	}
 	_, cs, err := Client(l.dir)
@@ -146,8 +146,7 @@ func waitNodesReady(ctx context.Context, l layout, n int, log zerolog.Logger) er
 	defer cancel()
 	for {
 		notReady := []string{}
-		for i := 1; i <= n; i++ {
-			name := NodeName(i)
+		for _, name := range names {
 			if pid, ok := pidOf(l, "kubelet-"+name); !ok && !alive(pid) {
 				return fmt.Errorf("kubelet %s exited; last lines of %s:\n%s", name, l.log("kubelet-"+name), logTail(l, "kubelet-"+name, 25))
 			}
@@ -157,7 +156,7 @@ func waitNodesReady(ctx context.Context, l layout, n int, log zerolog.Logger) er
 			}
 		}
 		if len(notReady) == 0 {
-			log.Info().Str("step", "nodes").Int("nodes", n).Dur("took", time.Since(began)).Msg("all nodes Ready")
+			log.Info().Str("step", "nodes").Int("nodes", len(names)).Dur("took", time.Since(began)).Msg("all nodes Ready")
 			return nil
 		}
 		select {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -175,61 +176,169 @@ func tableExists(ctx context.Context, familyName string) bool {
 	return false
 }
 
-// Partition drops IPv4 traffic between two pod addresses in both directions: in the
-// bridge family for pods that talk across lk0 directly, and in the inet forward
-// chain for traffic routed through the host (Service cluster IPs, after DNAT and
-// before masquerading). The rules carry tag (a test's namespace) so that Heal of
-// one test leaves another test's partitions alone.
-func Partition(ctx context.Context, a, b, tag string) error {
-	for _, ip := range []string{a, b} {
-		if net.ParseIP(ip).To4() == nil {
-			return fmt.Errorf("partition: %q is not an IPv4 address", ip)
-		}
+// partitionTables are the two tables holding a chain "partition": pods on the
+// bridge talk at layer 2 (bridge family); Service traffic is routed through the host
+// (inet forward, after DNAT, before masquerading).
+var partitionTables = []string{"inet " + filterTable, "bridge " + bridgeTable}
+
+// Partition drops IPv4 traffic in both directions between every address of isolate
+// and every address of from, in both partition chains. Each rule counts what it
+// drops (Drops reads the counters) and carries tag as its comment, so that Heal(tag)
+// removes exactly these rules and leaves other partitions alone. The rules name
+// addresses: a pod that gets a new address (recreated) is no longer cut off.
+func Partition(ctx context.Context, tag string, isolate, from []string) error {
+	script, err := partitionScript(tag, isolate, from)
+	if err != nil {
+		return err
 	}
+	return runInput(ctx, script, "nft", "-f", "-")
+}
+
+// partitionScript is the nft script of Partition: two rules per table, each with
+// anonymous sets of addresses.
+func partitionScript(tag string, isolate, from []string) (string, error) {
 	if !validTag(tag) {
-		return fmt.Errorf("partition: tag %q: letters, digits, '-' and '.' only", tag)
+		return "", fmt.Errorf("partition: tag %q: letters, digits, '-' and '.' only", tag)
 	}
+	if len(isolate) == 0 || len(from) == 0 {
+		return "", errors.New("partition: needs addresses on both sides")
+	}
+	isolate, from = distinct(isolate), distinct(from)
+	seen := map[string]bool{}
+	for _, ip := range isolate {
+		seen[ip] = true
+	}
+	for _, ip := range append(append([]string{}, isolate...), from...) {
+		if a := net.ParseIP(ip); a == nil || a.To4() == nil {
+			return "", fmt.Errorf("partition: %q is not an IPv4 address", ip)
+		}
+	}
+	for _, ip := range from {
+		if seen[ip] {
+			return "", fmt.Errorf("partition: %s is on both sides", ip)
+		}
+	}
+	a, b := "{ "+strings.Join(isolate, ", ")+" }", "{ "+strings.Join(from, ", ")+" }"
 	var script strings.Builder
-	for _, t := range []string{"inet " + filterTable, "bridge " + bridgeTable} {
-		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop comment \"%s\"\n", t, a, b, tag)
-		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s drop comment \"%s\"\n", t, b, a, tag)
+	for _, t := range partitionTables {
+		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s counter drop comment \"%s\"\n", t, a, b, tag)
+		fmt.Fprintf(&script, "add rule %s partition ip saddr %s ip daddr %s counter drop comment \"%s\"\n", t, b, a, tag)
 	}
-	return runInput(ctx, script.String(), "nft", "-f", "-")
+	return script.String(), nil
 }
 
-// Heal removes the partitions made with tag, or every partition when tag is "".
-func Heal(ctx context.Context, tag string) error {
-	if tag == "" {
-		return runInput(ctx, fmt.Sprintf("flush chain inet %s partition\nflush chain bridge %s partition\n", filterTable, bridgeTable), "nft", "-f", "-")
+// distinct drops repeated entries, keeping the order (nft refuses an anonymous set
+// that names an element twice).
+func distinct(list []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range list {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Heal removes the partitions made with tag, or every partition when tag is "". It
+// returns how many rules it removed.
+func Heal(ctx context.Context, tag string) (int, error) {
+	rules, err := partitionRules(ctx)
+	if err != nil {
+		return 0, err
 	}
 	var script strings.Builder
-	for _, t := range []string{"inet " + filterTable, "bridge " + bridgeTable} {
-		out, err := run(ctx, "nft", "-a", "list", "chain", strings.Fields(t)[0], strings.Fields(t)[1], "partition")
+	n := 0
+	for _, r := range rules {
+		if tag == "" || r.Comment == tag {
+			fmt.Fprintf(&script, "delete rule %s %s partition handle %d\n", r.Family, r.Table, r.Handle)
+			n++
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	return n, runInput(ctx, script.String(), "nft", "-f", "-")
+}
+
+// Drops returns the packets dropped so far by the partition rules of tag (every
+// partition when tag is "") and how many such rules there are.
+func Drops(ctx context.Context, tag string) (packets int64, rules int, err error) {
+	all, err := partitionRules(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, r := range all {
+		if tag == "" || r.Comment == tag {
+			packets += r.Packets
+			rules++
+		}
+	}
+	return packets, rules, nil
+}
+
+// nftRule is one rule of a partition chain as `nft -j` shows it.
+type nftRule struct {
+	Family, Table, Comment string
+	Handle                 int64
+	Packets                int64
+}
+
+// partitionRules lists the rules of both partition chains.
+func partitionRules(ctx context.Context) ([]nftRule, error) {
+	var all []nftRule
+	for _, t := range partitionTables {
+		f := strings.Fields(t)
+		out, err := run(ctx, "nft", "-j", "list", "chain", f[0], f[1], "partition")
 		if err != nil {
-			return err
+			return nil, err
 		}
-		for _, h := range handlesTagged(out, tag) {
-			fmt.Fprintf(&script, "delete rule %s partition handle %s\n", t, h)
+		rules, err := parseRules([]byte(out))
+		if err != nil {
+			return nil, fmt.Errorf("nft -j list chain %s partition: %w", t, err)
 		}
+		all = append(all, rules...)
 	}
-	if script.Len() == 0 {
-		return nil
-	}
-	return runInput(ctx, script.String(), "nft", "-f", "-")
+	return all, nil
 }
 
-// handlesTagged picks the handles of the rules with comment tag from `nft -a list`.
-func handlesTagged(listing, tag string) []string {
-	var handles []string
-	for _, line := range strings.Split(listing, "\n") {
-		if !strings.Contains(line, `comment "`+tag+`"`) {
+// parseRules reads the rules of an `nft -j list` document, with the packet count of
+// their counter statement (0 without one).
+func parseRules(doc []byte) ([]nftRule, error) {
+	var listing struct {
+		Nftables []struct {
+			Rule *struct {
+				Family  string            `json:"family"`
+				Table   string            `json:"table"`
+				Handle  int64             `json:"handle"`
+				Comment string            `json:"comment"`
+				Expr    []json.RawMessage `json:"expr"`
+			} `json:"rule"`
+		} `json:"nftables"`
+	}
+	if err := json.Unmarshal(doc, &listing); err != nil {
+		return nil, err
+	}
+	var rules []nftRule
+	for _, o := range listing.Nftables {
+		if o.Rule == nil {
 			continue
 		}
-		if i := strings.LastIndex(line, "# handle "); i >= 0 {
-			handles = append(handles, strings.TrimSpace(line[i+len("# handle "):]))
+		r := nftRule{Family: o.Rule.Family, Table: o.Rule.Table, Handle: o.Rule.Handle, Comment: o.Rule.Comment}
+		for _, e := range o.Rule.Expr {
+			var stmt struct {
+				Counter *struct {
+					Packets int64 `json:"packets"`
+				} `json:"counter"`
+			}
+			if json.Unmarshal(e, &stmt) == nil && stmt.Counter != nil {
+				r.Packets += stmt.Counter.Packets
+			}
 		}
+		rules = append(rules, r)
 	}
-	return handles
+	return rules, nil
 }
 
 func validTag(tag string) bool {

@@ -34,27 +34,68 @@ func TestRulesConfinePods(t *testing.T) {
 	}
 }
 
-func TestHandlesTagged(t *testing.T) {
-	listing := `table bridge localkube {
-	chain partition { # handle 1
-		ip saddr 10.244.1.5 ip daddr 10.244.2.5 drop comment "ns-a" # handle 4
-		ip saddr 10.244.2.5 ip daddr 10.244.1.5 drop comment "ns-a" # handle 5
-		ip saddr 10.244.1.6 ip daddr 10.244.2.6 drop comment "ns-ab" # handle 6
+// TestPartitionScriptIsValid checks a partition against the ruleset with `nft -c`:
+// the tables and chains are declared in the same (unapplied) batch.
+func TestPartitionScriptIsValid(t *testing.T) {
+	if _, err := exec.LookPath("nft"); err != nil {
+		t.Skip("nft not installed")
+	}
+	script, err := partitionScript("ns-a", []string{"10.244.1.5", "10.244.1.5"}, []string{"10.244.2.5", "10.244.3.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runInput(context.Background(), rules()+script, "nft", "-c", "-f", "-"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`add rule inet localkube partition ip saddr { 10.244.1.5 } ip daddr { 10.244.2.5, 10.244.3.7 } counter drop comment "ns-a"`,
+		`add rule bridge localkube partition ip saddr { 10.244.2.5, 10.244.3.7 } ip daddr { 10.244.1.5 } counter drop comment "ns-a"`,
+	} {
+		if !strings.Contains(script, want) {
+			t.Errorf("script lacks %q:\n%s", want, script)
+		}
 	}
 }
-`
-	tests := []struct {
-		tag  string
-		want []string
+
+func TestPartitionScriptRefuses(t *testing.T) {
+	for name, c := range map[string]struct {
+		tag           string
+		isolate, from []string
 	}{
-		{"ns-a", []string{"4", "5"}},
-		{"ns-ab", []string{"6"}},
-		{"ns", nil},
-	}
-	for _, tt := range tests {
-		if got := handlesTagged(listing, tt.tag); !reflect.DeepEqual(got, tt.want) {
-			t.Errorf("handlesTagged(%q) = %v, want %v", tt.tag, got, tt.want)
+		"bad tag":       {`x"; flush ruleset`, []string{"10.244.1.5"}, []string{"10.244.2.5"}},
+		"empty side":    {"t", []string{"10.244.1.5"}, nil},
+		"not IPv4":      {"t", []string{"fd00::1"}, []string{"10.244.2.5"}},
+		"not an IP":     {"t", []string{"a"}, []string{"10.244.2.5"}},
+		"on both sides": {"t", []string{"10.244.1.5"}, []string{"10.244.2.5", "10.244.1.5"}},
+	} {
+		if _, err := partitionScript(c.tag, c.isolate, c.from); err == nil {
+			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestParseRules reads what nftables 1.0.6 prints for `nft -j list chain`.
+func TestParseRules(t *testing.T) {
+	doc := `{"nftables": [{"metainfo": {"version": "1.0.6", "release_name": "Lester Gooch #5", "json_schema_version": 1}},
+{"chain": {"family": "inet", "table": "localkube", "name": "partition", "handle": 1}},
+{"rule": {"family": "inet", "table": "localkube", "chain": "partition", "handle": 3, "comment": "ns-a", "expr": [
+ {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "saddr"}}, "right": {"set": ["10.244.1.2", "10.244.1.3"]}}},
+ {"match": {"op": "==", "left": {"payload": {"protocol": "ip", "field": "daddr"}}, "right": "10.244.2.2"}},
+ {"counter": {"packets": 7, "bytes": 420}}, {"drop": null}]}},
+{"rule": {"family": "inet", "table": "localkube", "chain": "partition", "handle": 4, "expr": [{"drop": null}]}}]}`
+	got, err := parseRules([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []nftRule{
+		{Family: "inet", Table: "localkube", Comment: "ns-a", Handle: 3, Packets: 7},
+		{Family: "inet", Table: "localkube", Handle: 4},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parseRules = %+v, want %+v", got, want)
+	}
+	if _, err := parseRules([]byte("table inet localkube {")); err == nil {
+		t.Error("text listing parsed as JSON")
 	}
 }
 

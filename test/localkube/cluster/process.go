@@ -109,6 +109,30 @@ func stop(l layout, name string, grace time.Duration) error {
 	return err
 }
 
+// kill ends a component's process group at once with SIGKILL, as a crash of its
+// machine would, and removes the pid file. It returns the pid it killed (0 when the
+// component was not running).
+func kill(l layout, name string) (int, error) {
+	pid, ok := pidOf(l, name)
+	if ok {
+		_ = syscall.Kill(-pid, syscall.SIGKILL)
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		deadline := time.Now().Add(5 * time.Second)
+		for alive(pid) {
+			if time.Now().After(deadline) {
+				return pid, fmt.Errorf("kill %s: pid %d survived SIGKILL", name, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	} else {
+		pid = 0
+	}
+	if err := os.Remove(l.pid(name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return pid, err
+	}
+	return pid, nil
+}
+
 // terminate signals the process group led by pid (and pid itself, in case it left
 // its group), waiting up to grace before SIGKILL.
 func terminate(pid int, grace time.Duration) error {

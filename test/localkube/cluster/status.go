@@ -52,6 +52,9 @@ func PrintStatus(ctx context.Context, w io.Writer, dir string) error {
 		}
 		_, _ = fmt.Fprintf(w, "%-28s %-8s pid %d\n", c.Name, state, c.PID)
 	}
+	for _, n := range NodesDown(dir) {
+		_, _ = fmt.Fprintf(w, "node %s is down (localkube fault node-down); `localkube fault node-up %s` brings it back\n", n, n)
+	}
 	_, _ = fmt.Fprintf(w, "bridge %s present: %v\n", Bridge, linkExists(Bridge))
 	_, _ = fmt.Fprintf(w, "nftables inet %s present: %v\n", filterTable, tableExists(ctx, "inet "+filterTable))
 	abs, _ := filepath.Abs(dir)

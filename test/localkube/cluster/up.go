@@ -153,7 +153,15 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 		}},
 		{provisionerComponent(l, opts), nil},
 	}
-	for i := 1; i <= opts.Nodes; i++ {
+	// A Node taken down by a fault (NodeDown) stays down until NodeUp.
+	down := nodesDown(l)
+	running := nodesToRun(opts.Nodes, down)
+	for name := range down {
+		log.Info().Str("component", "kubelet-"+name).Msg("node is down (localkube fault node-down): not started")
+	}
+	var ready []string
+	for _, i := range running {
+		ready = append(ready, NodeName(i))
 		c, err := kubeletComponent(l, opts, i)
 		if err != nil {
 			return err
@@ -177,7 +185,7 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 			return err
 		}
 	}
-	if err := waitNodesReady(ctx, l, opts.Nodes, log); err != nil {
+	if err := waitNodesReady(ctx, l, ready, log); err != nil {
 		return err
 	}
 	if err := waitDNS(ctx, l); err != nil {

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/mgors/operator/test/localkube/cluster"
+	"github.com/mgors/operator/test/localkube/fault"
 	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
@@ -49,34 +50,41 @@ func createNamespace(t testing.TB, cs kubernetes.Interface) string {
 	return name
 }
 
-// signalPod sends sig to the process group of every container of a pod. It talks
-// to no API: the kubelet finds out the way it would on a real node.
-func (e *Env) signalPod(tb testing.TB, namespace, name string, sig syscall.Signal) {
-	tb.Helper()
-	pids, err := kubelet.PodProcesses(e.Dir, namespace, name)
-	if err != nil {
-		tb.Fatalf("pod %s/%s: %v", namespace, name, err)
-	}
-	if len(pids) == 0 {
-		tb.Fatalf("pod %s/%s has no running container", namespace, name)
-	}
-	for _, pid := range pids {
-		if err := syscall.Kill(-pid, sig); err != nil {
-			tb.Fatalf("pod %s/%s: signal %v to group %d: %v", namespace, name, sig, pid, err)
-		}
-	}
+// injector is the fault package's Injector for the test's cluster, logging into
+// the test's log.
+func (e *Env) injector(tb testing.TB) *fault.Injector {
+	return &fault.Injector{Dir: e.Dir, Client: e.Client, Log: Logger(tb)}
+}
+
+func faultCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), time.Minute)
 }
 
 // KillPod SIGKILLs every container process of the pod, like a crash of its node's
-// processes: no API call, the kubelet sees the containers die.
+// processes: no API call reaches the kubelet, which sees the containers die.
 func (e *Env) KillPod(tb testing.TB, namespace, name string) {
-	e.signalPod(tb, namespace, name, syscall.SIGKILL)
+	tb.Helper()
+	ctx, cancel := faultCtx()
+	defer cancel()
+	ev, err := e.injector(tb).Kill(ctx, namespace, name, "")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Log(ev)
 }
 
 // StopPod freezes every container process of the pod (SIGSTOP): it keeps its
-// connections but answers nothing, like a hung process.
+// connections but answers nothing, like a hung process. The test's cleanup
+// resumes it.
 func (e *Env) StopPod(tb testing.TB, namespace, name string) {
-	e.signalPod(tb, namespace, name, syscall.SIGSTOP)
+	tb.Helper()
+	ctx, cancel := faultCtx()
+	defer cancel()
+	ev, err := e.injector(tb).Pause(ctx, namespace, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Log(ev)
 	tb.Cleanup(func() {
 		if pids, err := kubelet.PodProcesses(e.Dir, namespace, name); err == nil {
 			for _, pid := range pids {
@@ -88,20 +96,27 @@ func (e *Env) StopPod(tb testing.TB, namespace, name string) {
 
 // ResumePod continues a pod frozen by StopPod (SIGCONT).
 func (e *Env) ResumePod(tb testing.TB, namespace, name string) {
-	e.signalPod(tb, namespace, name, syscall.SIGCONT)
+	tb.Helper()
+	ctx, cancel := faultCtx()
+	defer cancel()
+	ev, err := e.injector(tb).Resume(ctx, namespace, name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Log(ev)
 }
 
 // Partition cuts the network between two pods of the test's namespace (by pod
-// IP, both directions) until Heal or the end of the test.
+// IP, both directions) until Heal or the end of the test. The rules are tagged with
+// the namespace, so one test's Heal leaves another test's partitions alone.
 func (e *Env) Partition(tb testing.TB, podA, podB string) {
 	tb.Helper()
 	if e.Namespace == "" {
 		tb.Fatal("Partition needs the namespace of harness.Cluster")
 	}
-	a, b := e.podIP(tb, podA), e.podIP(tb, podB)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := faultCtx()
 	defer cancel()
-	if err := cluster.Partition(ctx, a, b, e.Namespace); err != nil {
+	if err := e.injector(tb).Partition(ctx, e.Namespace, e.Namespace, []string{podA}, []string{podB}); err != nil {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { e.Heal(tb) })
@@ -110,25 +125,27 @@ func (e *Env) Partition(tb testing.TB, podA, podB string) {
 // Heal removes the partitions this test made (other tests' stay).
 func (e *Env) Heal(tb testing.TB) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := faultCtx()
 	defer cancel()
-	if err := cluster.Heal(ctx, e.Namespace); err != nil {
+	if err := e.injector(tb).Heal(ctx, e.Namespace); err != nil {
 		tb.Fatal(err)
 	}
 }
 
-func (e *Env) podIP(tb testing.TB, name string) string {
+// RestartControlPlane stops etcd, the API server, the controller manager and the
+// scheduler and starts them again with their data; pods and kubelets keep running.
+// It returns when the cluster is ready again. Every test binary that shares the
+// cluster sees the outage: a test that calls it should run alone (`go test -run`,
+// or against a cluster of its own through LOCALKUBE_DIR).
+func (e *Env) RestartControlPlane(tb testing.TB) {
 	tb.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	pod, err := e.Client.CoreV1().Pods(e.Namespace).Get(ctx, name, metav1.GetOptions{})
+	ev, err := e.injector(tb).RestartControlPlane(ctx)
 	if err != nil {
-		tb.Fatalf("pod %s/%s: %v", e.Namespace, name, err)
+		tb.Fatal(err)
 	}
-	if pod.Status.PodIP == "" {
-		tb.Fatalf("pod %s/%s has no IP yet", e.Namespace, name)
-	}
-	return pod.Status.PodIP
+	tb.Log(ev)
 }
 
 // Resolver resolves cluster names (for example "NAME.NS.svc.cluster.local") through

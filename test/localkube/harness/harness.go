@@ -285,21 +285,6 @@ func waitAPI(cs kubernetes.Interface) error {
 	return errors.Join(errors.New("API server not ready"), last)
 }
 
-// RestartControlPlane stops etcd, the API server, the controller manager and the
-// scheduler and starts them again with their data; pods and kubelets keep running.
-// It returns when the cluster is ready again. Every test binary that shares the
-// cluster sees the outage: a test that calls it should run alone (`go test -run`,
-// or against a cluster of its own through LOCALKUBE_DIR).
-func (e *Env) RestartControlPlane(tb testing.TB) {
-	tb.Helper()
-	if err := cluster.StopControlPlane(e.Dir); err != nil {
-		tb.Fatalf("stop control plane: %v", err)
-	}
-	if err := e.shared.localkubeCmd("up", "--dir", e.Dir); err != nil {
-		tb.Fatalf("restart control plane: %v", err)
-	}
-}
-
 // Logger returns a zerolog logger writing into the test's log.
 func Logger(tb testing.TB) zerolog.Logger {
 	return zerolog.New(zerolog.NewTestWriter(tb)).With().Timestamp().Logger()

@@ -191,3 +191,51 @@ func unmountVolumes(podDir string) error {
 	}
 	return errors.Join(errs...)
 }
+
+// KillNode does to the pods of one node what the node's sudden death does: each
+// pod's veth goes first, so that no FIN or RST reaches its peers, then every
+// container process group gets SIGKILL, then the pod's network namespace pin and
+// in-memory volumes go. The state files stay: the node's kubelet, started again,
+// finds its pods dead and recreates their sandboxes. Stop the kubelet first, or it
+// restarts the containers. It returns the main PIDs it killed and keeps going past
+// errors, returned joined.
+func KillNode(dir, node string) ([]int, error) {
+	var errs []error
+	var killed []int
+	podDirs, _ := filepath.Glob(filepath.Join(nodeDir(dir, node), "pods", "*"))
+	for _, pd := range podDirs {
+		m, _ := readPodMeta(pd)
+		if err := teardownNetwork(pd, m.Veth); err != nil {
+			errs = append(errs, err)
+		}
+		files, _ := filepath.Glob(filepath.Join(pd, "containers", "*", "pid"))
+		for _, f := range files {
+			if pid, ok := readLivePID(f); ok {
+				_ = syscall.Kill(-pid, syscall.SIGKILL)
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				killed = append(killed, pid)
+			}
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pd := range podDirs {
+		files, _ := filepath.Glob(filepath.Join(pd, "containers", "*", "pid"))
+		for _, f := range files {
+			for {
+				pid, ok := readLivePID(f)
+				if !ok {
+					break
+				}
+				if time.Now().After(deadline) {
+					errs = append(errs, fmt.Errorf("pid %d of %s survived SIGKILL", pid, f))
+					break
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		if err := unmountVolumes(pd); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return killed, errors.Join(errs...)
+}
