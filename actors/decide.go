@@ -151,6 +151,8 @@ func (d *decider) settleInFlight() {
 		}
 	case ActScale:
 		done = o.Replicas == f.Replicas
+	case ActRemoveAnnotation:
+		done = annotation(o, f.Target) == ""
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})

@@ -176,6 +176,17 @@ func (d *decider) approvals() bool {
 	return false
 }
 
+// annotation is the value of an approval annotation in the observation.
+func annotation(o Observation, key string) string {
+	switch key {
+	case ForceAnnotation:
+		return o.ForceAnnotation
+	case ReinitiateAnnotation:
+		return o.ReinitiateApproval
+	}
+	return ""
+}
+
 func (d *decider) approval(key, value string, decide func(string) string) bool {
 	if d.s.Handled[key] != value {
 		if why := decide(value); why != "" {
@@ -222,8 +233,10 @@ func (d *decider) reinitiateApproval(value string) string {
 	switch {
 	case value != uid:
 		return fmt.Sprintf("the value must be this Mgors's UID %s", uid)
+	case !d.s.Initiated:
+		return "the replica set was never initiated: the operator initiates it by itself"
 	case d.s.VolumesLost == nil || !d.everyMemberEmpty():
-		return "not every member answers without a config: nothing to initiate"
+		return "not every member answers without a config: a member still holds the data, nothing is initiated"
 	}
 	host, ok := initiator(d.in.Desired)
 	if !ok {

@@ -547,3 +547,24 @@ func TestStatusWhenEveryMemberIsDown(t *testing.T) {
 		t.Fatalf("MajorityLost condition %+v", c)
 	}
 }
+
+// A removal whose result was lost in a crash is settled from the object: the
+// annotation gone → finished, and the handled value is forgotten, so the same
+// approval given again later is acted on.
+func TestAnnotationRemovalSettledFromTheObject(t *testing.T) {
+	s, w := lostState(t, demo(3))
+	s = Evolve(s, s.Seq+1, t0, ApprovalRefused{Annotation: ForceAnnotation, Value: "demo-1", Reason: "does not answer"})
+	s = Evolve(s, s.Seq+1, t0, ActionStarted{Action: ActRemoveAnnotation, Target: ForceAnnotation})
+	d := Decide(s, w.in())
+	if !has(d, "ActionFinished") {
+		t.Fatalf("%v", types(d))
+	}
+	s = run(s, d)
+	if len(s.Handled) != 0 {
+		t.Fatalf("handled %v", s.Handled)
+	}
+	w.obs.ForceAnnotation = "demo-1"
+	if d := Decide(s, w.in()); !has(d, "ApprovalRefused") {
+		t.Fatalf("the same value given again was not judged again: %v", types(d))
+	}
+}
