@@ -197,6 +197,12 @@ func (d *decider) observe() {
 			d.emit(Initiated{Host: host, ConfigVersion: version, Found: true})
 		}
 	}
+	for _, key := range []string{ForceAnnotation, ReinitiateAnnotation} {
+		if _, handled := d.s.Handled[key]; handled && annotation(o, key) == "" &&
+			(d.s.InFlight == nil || d.s.InFlight.Action != ActRemoveAnnotation) {
+			d.emit(ApprovalWithdrawn{Annotation: key})
+		}
+	}
 	d.observeMajority()
 	d.volumesLost()
 }

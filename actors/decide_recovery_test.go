@@ -568,3 +568,21 @@ func TestAnnotationRemovalSettledFromTheObject(t *testing.T) {
 		t.Fatalf("the same value given again was not judged again: %v", types(d))
 	}
 }
+
+// A handled approval a person deleted themselves is forgotten (recorded), so
+// the same value given again is judged afresh.
+func TestApprovalWithdrawnByAPerson(t *testing.T) {
+	s, w := lostState(t, demo(3))
+	w.obs.ForceAnnotation = "demo-1"
+	d := Decide(s, w.in())
+	s = run(s, d) // refused; the removal is decided
+	s = run(s, Decision{Events: Conclude(*d.Action, errors.New("api server unavailable"))})
+	w.obs.ForceAnnotation = ""
+	d = Decide(s, w.in())
+	if !has(d, "ApprovalWithdrawn") {
+		t.Fatalf("%v", types(d))
+	}
+	if s = run(s, d); len(s.Handled) != 0 {
+		t.Fatalf("handled %v", s.Handled)
+	}
+}

@@ -227,6 +227,13 @@ type ApprovalAccepted struct {
 	Value      string `json:"value"`
 }
 
+// ApprovalWithdrawn records that a handled approval annotation disappeared
+// without the operator removing it (a person deleted it): the same value given
+// again later is judged afresh.
+type ApprovalWithdrawn struct {
+	Annotation string `json:"annotation"`
+}
+
 // ActionUncertain records that the action in flight returned an error that
 // does not say whether it took effect (a timeout, a dropped connection). The
 // action stays in flight and is settled from the world, never simply retried:
@@ -270,25 +277,26 @@ type ScaledTo struct {
 	Replicas int32 `json:"replicas"`
 }
 
-func (SpecObserved) Type() string     { return "SpecObserved" }
-func (PhaseChanged) Type() string     { return "PhaseChanged" }
-func (ActionStarted) Type() string    { return "ActionStarted" }
-func (ActionFinished) Type() string   { return "ActionFinished" }
-func (ActionFailed) Type() string     { return "ActionFailed" }
-func (Initiated) Type() string        { return "Initiated" }
-func (AdminUserReady) Type() string   { return "AdminUserReady" }
-func (MembersObserved) Type() string  { return "MembersObserved" }
-func (ProblemsObserved) Type() string { return "ProblemsObserved" }
-func (MajorityLost) Type() string     { return "MajorityLost" }
-func (MajorityRestored) Type() string { return "MajorityRestored" }
-func (WorldDisagreed) Type() string   { return "WorldDisagreed" }
-func (ScaledTo) Type() string         { return "ScaledTo" }
-func (ForceDecided) Type() string     { return "ForceDecided" }
-func (ApprovalRefused) Type() string  { return "ApprovalRefused" }
-func (ApprovalAccepted) Type() string { return "ApprovalAccepted" }
-func (ActionUncertain) Type() string  { return "ActionUncertain" }
-func (VolumesLost) Type() string      { return "VolumesLost" }
-func (NodeLost) Type() string         { return "NodeLost" }
+func (SpecObserved) Type() string      { return "SpecObserved" }
+func (PhaseChanged) Type() string      { return "PhaseChanged" }
+func (ActionStarted) Type() string     { return "ActionStarted" }
+func (ActionFinished) Type() string    { return "ActionFinished" }
+func (ActionFailed) Type() string      { return "ActionFailed" }
+func (Initiated) Type() string         { return "Initiated" }
+func (AdminUserReady) Type() string    { return "AdminUserReady" }
+func (MembersObserved) Type() string   { return "MembersObserved" }
+func (ProblemsObserved) Type() string  { return "ProblemsObserved" }
+func (MajorityLost) Type() string      { return "MajorityLost" }
+func (MajorityRestored) Type() string  { return "MajorityRestored" }
+func (WorldDisagreed) Type() string    { return "WorldDisagreed" }
+func (ScaledTo) Type() string          { return "ScaledTo" }
+func (ForceDecided) Type() string      { return "ForceDecided" }
+func (ApprovalRefused) Type() string   { return "ApprovalRefused" }
+func (ApprovalAccepted) Type() string  { return "ApprovalAccepted" }
+func (ActionUncertain) Type() string   { return "ActionUncertain" }
+func (ApprovalWithdrawn) Type() string { return "ApprovalWithdrawn" }
+func (VolumesLost) Type() string       { return "VolumesLost" }
+func (NodeLost) Type() string          { return "NodeLost" }
 
 // payloadVersion is the schema version of every payload written today.
 const payloadVersion = 1
@@ -327,6 +335,7 @@ func init() {
 	register(ApprovalRefused{})
 	register(ApprovalAccepted{})
 	register(ActionUncertain{})
+	register(ApprovalWithdrawn{})
 	register(VolumesLost{})
 	register(NodeLost{})
 }

@@ -154,6 +154,8 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		if e.Annotation == ReinitiateAnnotation {
 			s.AdminUser = false // a fresh initiate starts without users
 		}
+	case ApprovalWithdrawn:
+		s.Handled = without(s.Handled, e.Annotation)
 	case ApprovalRefused:
 		s.Handled = with(s.Handled, e.Annotation, e.Value)
 		refused := e
