@@ -150,9 +150,9 @@ func (l *latestSpec) set(m *v1alpha1.Mgors) {
 	l.m = m.DeepCopy()
 }
 
-// quickly is how soon a cluster that is not Healthy is observed again after a
-// step: the world moves on (an election, a pod starting) without an event
-// that would wake the actor.
+// quickly is how soon a moving cluster is observed again after a step that
+// wrote something (see lookAgain): the world moves on (an election, a pod
+// starting) without an event that would wake the actor.
 const quickly = time.Second
 
 // NewClusterProps returns the props of a Cluster actor for one Mgors incarnation.
