@@ -126,7 +126,7 @@ type cluster struct {
 	again     bool // something asked for an observation while busy
 	lastObs   *Observation
 	sinceSnap int64
-	stopTimer scheduler.CancelFunc
+	stopTimer func()
 	soonTimer bool // a quick re-observation is scheduled
 	quiet     int  // observations in a row that wrote nothing
 }
@@ -258,7 +258,7 @@ func (c *cluster) onRecovered(ctx actor.Context, msg recovered) {
 	}
 	c.state, c.ready, c.busy = msg.state, true, false
 	c.log.Info().Int64("seq", c.state.Seq).Str("phase", string(c.state.Phase)).Msg("recovered from the event log; observing before acting")
-	c.stopTimer = scheduler.NewTimerScheduler(ctx).SendRepeatedly(c.deps.Interval, c.deps.Interval, ctx.Self(), tick{})
+	c.stopTimer = every(ctx, c.deps.Interval, tick{})
 	c.observe(ctx)
 }
 
@@ -516,4 +516,26 @@ func recoverIn(log zerolog.Logger, what string) {
 	if r := recover(); r != nil {
 		log.Error().Str("err", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("panic " + what + "; recovered, retried after the next step")
 	}
+}
+
+// every sends msg to the actor every d until the returned stop is called. It
+// replaces scheduler.SendRepeatedly, whose cancel races with its timer at the
+// pinned protoactor commit (a plain read of an atomically written state).
+func every(ctx actor.Context, d time.Duration, msg any) (stop func()) {
+	root, self := ctx.ActorSystem().Root, ctx.Self()
+	t := time.NewTicker(d)
+	done := make(chan struct{})
+	go func() {
+		defer t.Stop()
+		for {
+			select {
+			case <-t.C:
+				root.Send(self, msg)
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }) }
 }

@@ -32,7 +32,6 @@ type node struct {
 // observation with a primary is one more write, replicated to the members up.
 type setWorld struct {
 	mu        sync.Mutex
-	dead      bool // the operator process "crashed": nothing reaches the world
 	nodes     []*node
 	user      bool
 	initiates int
@@ -106,9 +105,6 @@ func (w *setWorld) settle(desired []mongo.DesiredMember) int {
 func (w *setWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.dead {
-		return Observation{}, errDead
-	}
 	o := Observation{At: time.Now(), ObjectsReady: true, Replicas: m.Spec.Members, Pods: map[string]PodView{}, Members: map[string]MemberView{},
 		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
 	primary := w.settle(desired)
@@ -189,9 +185,6 @@ func ordinalOfHost(desired []mongo.DesiredMember, host string) int {
 func (w *setWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.dead {
-		return errDead
-	}
 	desired := mongo.Desired(m, "cluster.local")
 	install := func(c mongo.Config) {
 		var top uint32
@@ -252,9 +245,6 @@ func (w *setWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
 func (w *setWorld) WriteStatus(ctx context.Context, m *v1alpha1.Mgors, st v1alpha1.MgorsStatus) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.dead {
-		return errDead
-	}
 	w.status = st
 	return nil
 }
@@ -479,6 +469,48 @@ func (s *killable) Append(ctx context.Context, st eventlog.Stream, recs ...event
 	return s.Store.Append(ctx, st, recs...)
 }
 
+// process is one operator process's view of a world: once it dies, its calls
+// (including those of goroutines still running after the test stopped it)
+// fail, while a new process reaches the world.
+type process struct {
+	World
+	mu   sync.Mutex
+	dead bool
+}
+
+func (p *process) die() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dead = true
+}
+
+func (p *process) isDead() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.dead
+}
+
+func (p *process) Observe(ctx context.Context, m *v1alpha1.Mgors, d []mongo.DesiredMember) (Observation, error) {
+	if p.isDead() {
+		return Observation{}, errDead
+	}
+	return p.World.Observe(ctx, m, d)
+}
+
+func (p *process) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
+	if p.isDead() {
+		return errDead
+	}
+	return p.World.Act(ctx, m, a)
+}
+
+func (p *process) WriteStatus(ctx context.Context, m *v1alpha1.Mgors, st v1alpha1.MgorsStatus) error {
+	if p.isDead() {
+		return errDead
+	}
+	return p.World.WriteStatus(ctx, m, st)
+}
+
 // Case 7: the operator dies between the force's ActionStarted and its result,
 // with the force applied or not. The next operator settles it from the
 // survivor's config and never forces twice.
@@ -490,14 +522,15 @@ func TestCrashBetweenTheForceAndItsRecord(t *testing.T) {
 			m := mgors()
 			m.Spec.Recovery.MajorityLoss = v1alpha1.RecoveryAutomatic
 			m.Spec.Recovery.GracePeriod = &metav1.Duration{Duration: 100 * time.Millisecond}
-			deps := recoveryDeps(store, world)
+			proc := &process{World: world}
+			deps := recoveryDeps(store, proc)
 			crashed := make(chan struct{})
 			deps.AfterAppend = func(r eventlog.Record) {
 				if e, _, _ := Decode(r); e != nil {
 					if st, ok := e.(ActionStarted); ok && st.Action == ActForceReconfig {
 						store.kill()
 						if !applied {
-							world.with(func(w *setWorld) { w.dead = true })
+							proc.die() // before the force is sent
 						}
 						close(crashed)
 					}
@@ -510,12 +543,12 @@ func TestCrashBetweenTheForceAndItsRecord(t *testing.T) {
 			if applied {
 				waitFor(t, "the force to land", func() bool { return world.counts().forces == 1 })
 			}
+			proc.die() // the process is gone: its goroutines reach nothing
 			op.stop()
 			if _, _, ok := first[ActionFinished](t, logged(t, mem), func(e ActionFinished) bool { return e.Action == ActForceReconfig }); ok {
 				t.Fatal("the force's result was recorded: no crash")
 			}
 
-			world.with(func(w *setWorld) { w.dead = false })
 			op = startOperator(t, recoveryDeps(mem, world), m)
 			defer op.stop()
 			waitFor(t, "the force settled", func() bool {

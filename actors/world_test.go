@@ -130,9 +130,10 @@ func hasUser(t *testing.T, rs *mongotest.ReplicaSet, hosts []string) bool {
 	return err == nil && ok
 }
 
-// kubeFixture is a KubeWorld over fake clientsets and a fake replica set,
-// whose admin Secret names user.
-func kubeFixture(t *testing.T, user string) (*KubeWorld, *mongotest.ReplicaSet, *kubefake.Clientset, []string) {
+// kubeFixture builds KubeWorlds over the same fake clientsets and fake
+// replica set, whose admin Secret names user: one per operator, as a restarted
+// process builds its own (a stopped operator's last observation may still run).
+func kubeFixture(t *testing.T, user string) (func(mongo.Admin) *KubeWorld, *mongotest.ReplicaSet, *kubefake.Clientset, []string) {
 	t.Helper()
 	m := mgors()
 	m.APIVersion, m.Kind = "mgors.io/v1alpha1", "Mgors"
@@ -148,11 +149,16 @@ func kubeFixture(t *testing.T, user string) (*KubeWorld, *mongotest.ReplicaSet, 
 		hosts = append(hosts, dm.Host)
 	}
 	rs := mongotest.New(m.ReplSetName(), hosts...)
-	world := &KubeWorld{
-		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(record.NewFakeRecorder(1000)),
-		ClusterDomain: "cluster.local", NewAdmin: func(mongo.Options) mongo.Admin { return keepOpen{rs} },
+	newWorld := func(admin mongo.Admin) *KubeWorld {
+		if admin == nil {
+			admin = keepOpen{rs}
+		}
+		return &KubeWorld{
+			Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(record.NewFakeRecorder(1000)),
+			ClusterDomain: "cluster.local", NewAdmin: func(mongo.Options) mongo.Admin { return admin },
+		}
 	}
-	return world, rs, mc, hosts
+	return newWorld, rs, mc, hosts
 }
 
 // keepOpen outlives the operators that close it, as a real replica set does.
@@ -171,12 +177,12 @@ func healthyIn(mc *kubefake.Clientset) func() bool {
 // created with: an operator that lost its log finds the user and creates
 // nothing.
 func TestKubeWorldChecksTheAdminUserTheSecretNames(t *testing.T) {
-	world, rs, mc, _ := kubeFixture(t, "dba")
-	stop := runOperator(t, testDeps(eventlog.NewMemory(), world))
+	newWorld, rs, mc, _ := kubeFixture(t, "dba")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
 	waitFor(t, "Healthy", healthyIn(mc))
 	stop()
 	fresh := eventlog.NewMemory()
-	deps := testDeps(fresh, world)
+	deps := testDeps(fresh, newWorld(nil))
 	deps.SnapshotEvery = 0 // the assertion reads the whole log
 	stop = runOperator(t, deps)
 	waitFor(t, "the user found by a new operator", func() bool {
@@ -204,13 +210,12 @@ func TestKubeWorldChecksTheAdminUserTheSecretNames(t *testing.T) {
 
 // A failed replSetGetConfig is reported, not taken for "no config".
 func TestKubeWorldReportsAnUnreadableConfig(t *testing.T) {
-	world, rs, mc, hosts := kubeFixture(t, "admin")
-	stop := runOperator(t, testDeps(eventlog.NewMemory(), world))
+	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
 	waitFor(t, "Healthy", healthyIn(mc))
 	stop()
 	m := mgors()
-	world.NewAdmin = func(mongo.Options) mongo.Admin { return noConfig{keepOpen{rs}} }
-	world.Forget(m) // the next call builds the failing client
+	world := newWorld(noConfig{keepOpen{rs}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
