@@ -150,11 +150,6 @@ func (l *latestSpec) set(m *v1alpha1.Mgors) {
 	l.m = m.DeepCopy()
 }
 
-// quickly is how soon a moving cluster is observed again after a step that
-// wrote something (see lookAgain): the world moves on (an election, a pod
-// starting) without an event that would wake the actor.
-const quickly = time.Second
-
 // NewClusterProps returns the props of a Cluster actor for one Mgors incarnation.
 func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
 	stream := eventlog.Stream{Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
@@ -450,27 +445,6 @@ func (c *cluster) idle(ctx actor.Context, wrote bool) {
 	}
 }
 
-// lookAgain is how soon a cluster is observed again after a step, besides the
-// --interval timer and owned-object events; 0: not before those. A Healthy
-// or paused cluster, and one waiting for a person (a majority lost under the
-// Manual policy, every volume lost) or Stalled (a problem outside the
-// operator, a failing action), waits for them. Any other cluster is moving
-// (an election, a pod starting, an initial sync) without events that would
-// wake it: 1 s after a step that wrote something, doubling with each quiet
-// observation, capped at the interval.
-func lookAgain(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration) time.Duration {
-	waiting := s.MajorityLost != nil && m.Spec.Recovery.MajorityLoss != v1alpha1.RecoveryAutomatic
-	if s.Phase == v1alpha1.PhaseHealthy || m.Spec.Paused || waiting || s.VolumesLost != nil ||
-		len(s.Problems) > 0 || s.LastFailure != nil {
-		return 0
-	}
-	d := quickly << min(quiet, 10)
-	if interval > 0 && d > interval {
-		d = interval
-	}
-	return d
-}
-
 func (c *cluster) writeStatus(ctx actor.Context) {
 	if c.lastObs == nil {
 		return
@@ -516,26 +490,4 @@ func recoverIn(log zerolog.Logger, what string) {
 	if r := recover(); r != nil {
 		log.Error().Str("err", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("panic " + what + "; recovered, retried after the next step")
 	}
-}
-
-// every sends msg to the actor every d until the returned stop is called. It
-// replaces scheduler.SendRepeatedly, whose cancel races with its timer at the
-// pinned protoactor commit (a plain read of an atomically written state).
-func every(ctx actor.Context, d time.Duration, msg any) (stop func()) {
-	root, self := ctx.ActorSystem().Root, ctx.Self()
-	t := time.NewTicker(d)
-	done := make(chan struct{})
-	go func() {
-		defer t.Stop()
-		for {
-			select {
-			case <-t.C:
-				root.Send(self, msg)
-			case <-done:
-				return
-			}
-		}
-	}()
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }) }
 }
