@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -125,8 +126,9 @@ type cluster struct {
 	again     bool // something asked for an observation while busy
 	lastObs   *Observation
 	sinceSnap int64
-	stopTimer scheduler.CancelFunc
+	stopTimer func()
 	soonTimer bool // a quick re-observation is scheduled
+	quiet     int  // observations in a row that wrote nothing
 }
 
 // latestSpec is the newest Mgors an actor was sent, kept outside the actor so
@@ -147,11 +149,6 @@ func (l *latestSpec) set(m *v1alpha1.Mgors) {
 	defer l.mu.Unlock()
 	l.m = m.DeepCopy()
 }
-
-// quickly is how soon a cluster that is not Healthy is observed again after a
-// step: the world moves on (an election, a pod starting) without an event
-// that would wake the actor.
-const quickly = time.Second
 
 // NewClusterProps returns the props of a Cluster actor for one Mgors incarnation.
 func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
@@ -256,7 +253,7 @@ func (c *cluster) onRecovered(ctx actor.Context, msg recovered) {
 	}
 	c.state, c.ready, c.busy = msg.state, true, false
 	c.log.Info().Int64("seq", c.state.Seq).Str("phase", string(c.state.Phase)).Msg("recovered from the event log; observing before acting")
-	c.stopTimer = scheduler.NewTimerScheduler(ctx).SendRepeatedly(c.deps.Interval, c.deps.Interval, ctx.Self(), tick{})
+	c.stopTimer = every(ctx, c.deps.Interval, tick{})
 	c.observe(ctx)
 }
 
@@ -284,7 +281,7 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	}
 	if msg.err != nil {
 		c.log.Warn().Err(msg.err).Msg("observation failed; retrying on the next tick")
-		c.idle(ctx)
+		c.idle(ctx, false)
 		return
 	}
 	obs := msg.obs
@@ -293,7 +290,7 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	d := Decide(c.state, in)
 	if len(d.Events) == 0 {
 		c.writeStatus(ctx)
-		c.idle(ctx)
+		c.idle(ctx, false)
 		return
 	}
 	c.persist(ctx, d.Events, d.Action, "observation")
@@ -328,7 +325,7 @@ func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
 			panic(fmt.Errorf("event log of %s changed under this actor: %w", c.stream, msg.err))
 		}
 		c.log.Warn().Err(msg.err).Msg("persisting events failed; nothing was carried out, retrying on the next tick")
-		c.idle(ctx)
+		c.idle(ctx, false)
 		return
 	}
 	for i, r := range msg.recs {
@@ -343,7 +340,7 @@ func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
 	c.maybeSnapshot(ctx)
 	c.writeStatus(ctx)
 	if msg.action == nil {
-		c.idle(ctx)
+		c.idle(ctx, true)
 		return
 	}
 	c.carryOut(ctx, *msg.action)
@@ -380,6 +377,24 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 	case MajorityLost:
 		reason = e.Evidence
 		c.deps.World.Event(c.mgors, true, "MajorityLost", e.Evidence)
+	case ForceDecided:
+		reason = atRisk(e)
+		c.deps.World.Event(c.mgors, true, "ForceReconfig", fmt.Sprintf("%s policy: forcing the config onto %s; writes at risk: %s", e.Policy, e.Survivor, reason))
+	case ApprovalAccepted:
+		c.deps.World.Event(c.mgors, false, "ApprovalAccepted", e.Annotation+"="+e.Value)
+	case ApprovalRefused:
+		reason = e.Reason
+		c.deps.World.Event(c.mgors, true, "ApprovalRefused", fmt.Sprintf("%s=%s: %s", e.Annotation, e.Value, e.Reason))
+	case ActionUncertain:
+		reason = e.Error
+		c.deps.World.Event(c.mgors, true, string(e.Action)+"Uncertain", e.Error+"; settled from the world, never sent twice")
+	case VolumesLost:
+		reason = "every member answers without a config"
+		c.deps.World.Event(c.mgors, true, "VolumesLost", fmt.Sprintf("every member (%s) answers without a config on an initiated replica set; not initiating on its own: annotate %s=<the Mgors's UID> to approve a fresh initiate",
+			strings.Join(e.Members, ", "), ReinitiateAnnotation))
+	case NodeLost:
+		reason = "node " + e.Node + " NotReady"
+		c.deps.World.Event(c.mgors, true, "NodeLost", fmt.Sprintf("node %s NotReady since %s: force-deleting member pods %s", e.Node, e.Since.UTC().Format(time.RFC3339), strings.Join(e.Pods, ", ")))
 	case WorldDisagreed:
 		reason = e.World
 	}
@@ -402,18 +417,31 @@ func (c *cluster) onActed(ctx actor.Context, msg acted) {
 		c.deps.Metrics.Acted(c.stream.Key(), msg.action.Kind, msg.dur, msg.err)
 	}
 	c.again = true // look at the action's effect as soon as its result is recorded
+	if msg.action.Kind == ActRemoveAnnotation && msg.err == nil && c.mgors.Annotations[msg.action.Host] != "" {
+		// The watch brings the object without it soon; until then this copy
+		// must not show a handled approval again.
+		delete(c.mgors.Annotations, msg.action.Host)
+		c.latest.set(c.mgors)
+	}
 	c.persist(ctx, Conclude(msg.action, msg.err), nil, "result of "+string(msg.action.Kind))
 }
 
-// idle ends a step, and starts the next observation if one was asked for.
-func (c *cluster) idle(ctx actor.Context) {
+// idle ends a step, and starts the next observation if one was asked for,
+// or schedules a quick one (see lookAgain).
+func (c *cluster) idle(ctx actor.Context, wrote bool) {
 	c.busy = false
-	switch {
-	case c.again:
+	if wrote {
+		c.quiet = 0
+	} else {
+		c.quiet++
+	}
+	if c.again {
 		c.observe(ctx)
-	case c.state.Phase != v1alpha1.PhaseHealthy && !c.soonTimer && !c.mgors.Spec.Paused:
+		return
+	}
+	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval); d > 0 && !c.soonTimer {
 		c.soonTimer = true
-		scheduler.NewTimerScheduler(ctx).SendOnce(quickly, ctx.Self(), soon{})
+		scheduler.NewTimerScheduler(ctx).SendOnce(d, ctx.Self(), soon{})
 	}
 }
 
@@ -424,6 +452,7 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
 	deps, m, log := c.deps, c.mgors.DeepCopy(), c.log
 	go func() {
+		defer recoverIn(log, "writing status")
 		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		if err := deps.World.WriteStatus(sctx, m, st); err != nil {
@@ -445,10 +474,20 @@ func (c *cluster) maybeSnapshot(ctx actor.Context) {
 	snap := eventlog.Snapshot{Seq: c.state.Seq, Time: c.deps.now(), State: b}
 	deps, stream, log := c.deps, c.stream, c.log
 	go func() {
+		defer recoverIn(log, "saving a snapshot")
 		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		if err := deps.Store.SaveSnapshot(sctx, stream, snap); err != nil {
 			log.Warn().Err(err).Msg("saving a snapshot failed; the log is kept whole")
 		}
 	}()
+}
+
+// recoverIn logs a panic in a goroutine whose result nobody waits for (status
+// writes, snapshots): both are retried by the next step, and a panic there
+// must not kill the process (goroutines are not supervised).
+func recoverIn(log zerolog.Logger, what string) {
+	if r := recover(); r != nil {
+		log.Error().Str("err", fmt.Sprint(r)).Str("stack", string(debug.Stack())).Msg("panic " + what + "; recovered, retried after the next step")
+	}
 }

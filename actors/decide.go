@@ -1,7 +1,6 @@
 package actors
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -87,15 +86,21 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     settled from the world: its effect observed → finished, else failed.
 //  3. What changed in the world is recorded (members, problems, majority);
 //     where the world contradicts the log the world wins, with an event saying so.
-//  4. Paused: nothing more.
-//  5. The phase's own rule decides the next action, unless an action is in
-//     flight or the last failure's back-off has not passed.
+//  4. Paused: nothing more; nor while an action is in flight or the last
+//     failure's back-off runs.
+//  5. A person's approval annotation is acted on or refused, recorded, then
+//     removed; member pods of a node NotReady past nodeLossGracePeriod are
+//     force-deleted (decide_recovery.go).
+//  6. The phase's own rule decides the next action.
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
 	d.settleInFlight()
 	d.observe()
 	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
+		return d.out
+	}
+	if d.approvals() || d.nodeLoss() {
 		return d.out
 	}
 	switch d.s.Phase {
@@ -137,10 +142,17 @@ func (d *decider) settleInFlight() {
 		done = o.Config != nil
 	case ActCreateUser:
 		done = o.AdminUser != nil && *o.AdminUser
-	case ActReconfig, ActForceReconfig:
+	case ActReconfig:
 		done = o.Config != nil && o.Config.Version >= f.ConfigVersion
+	case ActForceReconfig:
+		var settled bool
+		if done, settled = d.settleForce(f); !settled {
+			return // the survivor is silent: the force may have applied; never send a second
+		}
 	case ActScale:
 		done = o.Replicas == f.Replicas
+	case ActRemoveAnnotation:
+		done = annotation(o, f.Target) == ""
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -168,24 +180,50 @@ func (d *decider) observe() {
 	if !slices.Equal(problems, d.s.Problems) {
 		d.emit(ProblemsObserved{Problems: problems})
 	}
-	if !d.s.Initiated && o.Config != nil {
-		d.emit(WorldDisagreed{Subject: "initiated", Log: "no initiate recorded",
-			World: fmt.Sprintf("%s holds config version %d", o.ConfigFrom, o.Config.Version)})
-		d.emit(Initiated{Host: o.ConfigFrom, ConfigVersion: o.Config.Version, Found: true})
+	if !d.s.Initiated {
+		if host, version, ok := configSeen(o); ok {
+			d.emit(WorldDisagreed{Subject: "initiated", Log: "no initiate recorded",
+				World: fmt.Sprintf("%s holds config version %d", host, version)})
+			d.emit(Initiated{Host: host, ConfigVersion: version, Found: true})
+		}
 	}
 	if d.s.Initiated && !d.s.AdminUser && o.AdminUser != nil && *o.AdminUser {
 		d.emit(AdminUserReady{User: "admin", Found: true})
 	}
-	if o.Config != nil && o.Status != nil {
-		lost, ev := mongo.MajorityLost(*o.Config, o.Status)
-		switch {
-		case lost && d.s.MajorityLost == nil:
-			d.emit(MajorityLost{Missing: evidenceHosts(ev.Missing), Reachable: evidenceHosts(ev.Up),
-				Evidence: fmt.Sprintf("%s sees %d of %d voters, a primary needs %d", ev.Observer, len(ev.Up), ev.Voters, ev.Needed)})
-		case !lost && d.s.MajorityLost != nil:
-			d.emit(MajorityRestored{Reachable: evidenceHosts(ev.Up)})
+	if d.s.VolumesLost != nil {
+		if host, version, ok := configSeen(o); ok {
+			d.emit(WorldDisagreed{Subject: "volumes lost", Log: "every member answered without a config",
+				World: fmt.Sprintf("%s holds config version %d", host, version)})
+			d.emit(Initiated{Host: host, ConfigVersion: version, Found: true})
 		}
 	}
+	for _, key := range []string{ForceAnnotation, ReinitiateAnnotation} {
+		if _, handled := d.s.Handled[key]; handled && annotation(o, key) == "" &&
+			(d.s.InFlight == nil || d.s.InFlight.Action != ActRemoveAnnotation) {
+			d.emit(ApprovalWithdrawn{Annotation: key})
+		}
+	}
+	d.observeMajority()
+	d.volumesLost()
+}
+
+// configSeen names a member that holds a config: the config read, or else a
+// member whose hello shows a set name (its config could not be read).
+func configSeen(o Observation) (host string, version int64, ok bool) {
+	if o.Config != nil {
+		return o.ConfigFrom, o.Config.Version, true
+	}
+	var names []string
+	for h, mv := range o.Members {
+		if mv.Answers && mv.HasConfig {
+			names = append(names, h)
+		}
+	}
+	if len(names) == 0 {
+		return "", 0, false
+	}
+	sort.Strings(names)
+	return names[0], o.Members[names[0]].ConfigVersion, true
 }
 
 func evidenceHosts(ms []mongo.MemberEvidence) []string {
@@ -200,6 +238,9 @@ func evidenceHosts(ms []mongo.MemberEvidence) []string {
 // digest reduces an observation to what decisions depend on.
 func digest(in Inputs, o Observation) MembersObserved {
 	v := MembersObserved{Primary: o.Primary, Pods: int32(len(o.Pods))}
+	if o.Status != nil && o.Primary != "" {
+		v.CommitPoint = optime(o.Status.Optimes.LastCommittedOpTime)
+	}
 	if o.Config != nil {
 		v.ConfigVersion, v.ConfigTerm = o.Config.Version, o.Config.Term
 	}
@@ -287,7 +328,11 @@ func (d *decider) initiating() {
 			d.phase(v1alpha1.PhaseProvisioning, who+" does not answer hello")
 			return
 		}
-		// Invariant 1: every member was asked for a config (observe found none).
+		// Invariant 1: every member answered hello without a set name and no
+		// config read failed (observe records any config seen as Initiated).
+		if o.ConfigErr != "" {
+			return // a config that cannot be read is not "no config"
+		}
 		host, ok := initiator(d.in.Desired)
 		if !ok {
 			return // the schema guarantees an electable member; nothing sane to do
@@ -349,7 +394,7 @@ func (d *decider) unhealthy() string {
 			return fmt.Sprintf("%s is %s", dm.Name, mv.State)
 		}
 	}
-	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, o.answering(), d.in.Mgors.Spec.ReplicaSet)
+	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, d.answering(), d.in.Mgors.Spec.ReplicaSet)
 	if step.Kind != mongo.Done {
 		return "membership: " + step.Reason
 	}
@@ -357,65 +402,6 @@ func (d *decider) unhealthy() string {
 		return fmt.Sprintf("%d pod(s) run an older template: rolling restart (%s)", len(pods), strings.Join(pods, ", "))
 	}
 	return ""
-}
-
-// outdated lists the member pods that run an older template, sorted.
-func outdated(o Observation) []string {
-	var out []string
-	for name, p := range o.Pods {
-		if p.Outdated && !p.Deleting {
-			out = append(out, name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// roll restarts one out-of-date member when every member is healthy:
-// secondaries first, highest ordinal first, the primary last and only after it
-// stepped down, so no restart ever takes more than one member away.
-func (d *decider) roll() bool {
-	o := d.in.Obs
-	pods := outdated(o)
-	if len(pods) == 0 {
-		return false
-	}
-	for _, dm := range d.in.Desired {
-		mv := o.Members[dm.Host]
-		if !mv.Answers || (mv.State != mongo.StatePrimary && mv.State != mongo.StateSecondary && mv.State != mongo.StateArbiter) {
-			return true // a member is away (perhaps the last one restarted): wait for it
-		}
-	}
-	for _, p := range o.Pods {
-		if p.Deleting || !p.Ready {
-			return true
-		}
-	}
-	var primaryPod string
-	byPod := map[string]mongo.DesiredMember{}
-	for _, dm := range d.in.Desired {
-		byPod[dm.Name] = dm
-		if mongo.SameHost(dm.Host, o.Primary) {
-			primaryPod = dm.Name
-		}
-	}
-	sort.Slice(pods, func(i, j int) bool { return byPod[pods[i]].Ordinal > byPod[pods[j]].Ordinal })
-	for _, name := range pods {
-		if name == primaryPod {
-			continue
-		}
-		d.act(Action{Kind: ActRestartMember, Host: name}, ActionStarted{Target: name,
-			Reason: "its pod runs an older template; secondaries restart first, one at a time"})
-		return true
-	}
-	if len(d.in.Desired) == 1 {
-		d.act(Action{Kind: ActRestartMember, Host: primaryPod}, ActionStarted{Target: primaryPod,
-			Reason: "its pod runs an older template; a one-member set cannot restart without downtime"})
-		return true
-	}
-	d.act(Action{Kind: ActStepDown, Host: o.Primary}, ActionStarted{Target: o.Primary,
-		Reason: "the primary's pod runs an older template: it steps down before it restarts"})
-	return true
 }
 
 func (d *decider) healthy() {
@@ -434,10 +420,14 @@ func (d *decider) recovering() {
 	o := d.in.Obs
 	want := d.in.Mgors.Spec.Members
 	if o.Config == nil {
-		return // members down or starting: the StatefulSet brings them back
+		// Members down or starting: the StatefulSet brings them back. Every
+		// member empty was recorded as VolumesLost: a person approves a
+		// re-initiate (approvals); never on our own.
+		return
 	}
 	if d.s.MajorityLost != nil {
-		return // handled by the majority-loss policy (Manual: wait for a person)
+		d.majorityPolicy()
+		return
 	}
 	// Grow the StatefulSet first: a new pod does nothing until it is added.
 	if o.Replicas >= 0 && o.Replicas < want {
@@ -448,7 +438,10 @@ func (d *decider) recovering() {
 	if o.Primary == "" {
 		return // an election is due; mongod heals this by itself
 	}
-	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, o.answering(), d.in.Mgors.Spec.ReplicaSet)
+	if d.wipeDiverged() {
+		return
+	}
+	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, d.answering(), d.in.Mgors.Spec.ReplicaSet)
 	switch {
 	case step.Kind == mongo.StepDown:
 		d.act(Action{Kind: ActStepDown, Host: step.Host}, ActionStarted{Target: step.Host, Reason: step.Reason})
@@ -499,61 +492,4 @@ func podOrdinal(m *v1alpha1.Mgors, name string) int32 {
 		return -1
 	}
 	return n
-}
-
-// Conclude turns an action's result into events: finished (with the facts it
-// established) or failed (with the server's code when there is one).
-//
-// Two failures are the world already having the effect, and are recorded as
-// such: an initiate refused because the set is already initiated (someone,
-// perhaps this operator before a crash, got there first), and a user creation
-// refused because the user exists.
-func Conclude(a Action, err error) []Event {
-	observed := false
-	switch {
-	case err == nil:
-	case a.Kind == ActInitiate && errors.Is(err, mongo.ErrAlreadyInitialized):
-		observed = true
-	case a.Kind == ActCreateUser && codeOf(err) == mongo.CodeDuplicateUser:
-		observed = true
-	default:
-		return []Event{ActionFailed{Action: a.Kind, Target: target(a), Error: err.Error(), Code: codeOf(err)}}
-	}
-	out := []Event{ActionFinished{Action: a.Kind, Target: target(a), Observed: observed}}
-	if observed {
-		switch a.Kind {
-		case ActInitiate:
-			return append(out, Initiated{Host: a.Host, ConfigVersion: a.Config.Version, Found: true})
-		case ActCreateUser:
-			return append(out, AdminUserReady{User: "admin", Found: true})
-		}
-	}
-	switch a.Kind {
-	case ActInitiate:
-		out = append(out, Initiated{Host: a.Host, ConfigVersion: a.Config.Version})
-	case ActCreateUser:
-		out = append(out, AdminUserReady{User: "admin"})
-	case ActScale:
-		out = append(out, ScaledTo{Replicas: a.Replicas})
-	}
-	return out
-}
-
-func target(a Action) string {
-	if a.Host != "" {
-		return a.Host
-	}
-	if a.Kind == ActScale {
-		return "statefulset"
-	}
-	return ""
-}
-
-// codeOf is the MongoDB server error code in err, 0 when there is none.
-func codeOf(err error) int32 {
-	var se *mongo.ServerError
-	if errors.As(err, &se) {
-		return se.Code
-	}
-	return 0
 }

@@ -33,6 +33,17 @@ const (
 	// ActRestartMember deletes one member's pod so the StatefulSet recreates
 	// it from the current template (rolling restart, one member at a time).
 	ActRestartMember ActionKind = "RestartMember"
+	// ActRemoveAnnotation removes a person's approval annotation once it was
+	// acted on or refused, so it is never acted on twice.
+	ActRemoveAnnotation ActionKind = "RemoveAnnotation"
+	// ActWipeMember discards a member's data (its volume) so it comes back
+	// empty and resyncs: a member that came back after a forced reconfig with
+	// writes the survivor never had.
+	ActWipeMember ActionKind = "WipeMember"
+	// ActForceDeletePod deletes a member pod with grace period 0: its node is
+	// NotReady past recovery.nodeLossGracePeriod, so its kubelet will never
+	// confirm the deletion and the StatefulSet cannot recreate it elsewhere.
+	ActForceDeletePod ActionKind = "ForceDeletePod"
 )
 
 // SpecObserved records a spec generation the actor started to act on.
@@ -125,6 +136,10 @@ type MembersObserved struct {
 	ConfigTerm    int64          `json:"configTerm,omitempty"`
 	Members       []MemberDigest `json:"members"`
 	Pods          int32          `json:"pods"`
+	// CommitPoint is the primary's majority commit point at this observation.
+	// It rides along when the view changes (it alone never writes a record),
+	// so the state knows the last commit point seen before a majority loss.
+	CommitPoint OpTime `json:"commitPoint,omitzero"`
 }
 
 // Problem is something outside the operator that blocks progress.
@@ -139,11 +154,109 @@ type ProblemsObserved struct {
 	Problems []Problem `json:"problems"`
 }
 
-// MajorityLost records that fewer than a majority of voting members answer.
+// OpTime is an oplog position as the log keeps it (mongo.OpTime in JSON).
+type OpTime struct {
+	Secs uint32 `json:"secs"`
+	Inc  uint32 `json:"inc,omitempty"`
+	Term int64  `json:"term"`
+}
+
+// Survivor is one reachable member's own account during a majority loss.
+type Survivor struct {
+	Host string `json:"host"`
+	// Optime is its last applied write, Term its current term.
+	Optime OpTime `json:"optime"`
+	Term   int64  `json:"term"`
+	// CommitPoint is the last write it knows a majority holds.
+	CommitPoint OpTime `json:"commitPoint,omitzero"`
+}
+
+// MajorityLost records that fewer than a majority of voting members answer,
+// with the evidence: who is missing and since when, what each survivor holds.
 type MajorityLost struct {
 	Missing   []string `json:"missing"`
 	Reachable []string `json:"reachable"`
 	Evidence  string   `json:"evidence"`
+	// MissingSince is when each missing member was first seen unhealthy.
+	MissingSince map[string]time.Time `json:"missingSince,omitempty"`
+	// Survivors are the reachable members' own statuses.
+	Survivors []Survivor `json:"survivors,omitempty"`
+	// CommitPoint is the newest majority commit point the operator saw, before
+	// the loss or from a survivor: writes up to it were acknowledged w:majority.
+	CommitPoint OpTime `json:"commitPoint,omitzero"`
+}
+
+// ForceDecided records a forced reconfig, decided and about to be sent: under
+// which policy (and whose approval), onto which survivor, and the writes it
+// puts at risk. It precedes the ActionStarted of ActForceReconfig.
+type ForceDecided struct {
+	// Policy is Manual (a person approved) or Automatic.
+	Policy string `json:"policy"`
+	// Approval is the annotation's value under Manual.
+	Approval string `json:"approval,omitempty"`
+	// Survivor is the member the forced config is sent to, at SurvivorOptime.
+	Survivor       string   `json:"survivor"`
+	SurvivorOptime OpTime   `json:"survivorOptime"`
+	Kept           []string `json:"kept"`
+	Dropped        []string `json:"dropped"`
+	// CommitPoint is the newest majority commit point seen. When it is ahead of
+	// SurvivorOptime, the writes between the two were acknowledged w:majority
+	// and are lost by this force: MajorityWritesLost.
+	CommitPoint        OpTime `json:"commitPoint,omitzero"`
+	MajorityWritesLost bool   `json:"majorityWritesLost,omitempty"`
+	// BestMissing is the dropped member a survivor last saw furthest ahead; its
+	// writes past SurvivorOptime are lost too (GapSeconds of oplog).
+	BestMissing       string `json:"bestMissing,omitempty"`
+	BestMissingOptime OpTime `json:"bestMissingOptime,omitzero"`
+	GapSeconds        int64  `json:"gapSeconds,omitempty"`
+	// Unknown is true when no survivor knew any dropped member's optime.
+	Unknown bool `json:"unknown,omitempty"`
+}
+
+// ApprovalRefused records that a person's approval annotation was not acted
+// on, and why. The annotation is removed after it: a new approval is needed.
+type ApprovalRefused struct {
+	Annotation string `json:"annotation"`
+	Value      string `json:"value"`
+	Reason     string `json:"reason"`
+}
+
+// ApprovalAccepted records that a person's approval annotation is acted on.
+type ApprovalAccepted struct {
+	Annotation string `json:"annotation"`
+	Value      string `json:"value"`
+}
+
+// ApprovalWithdrawn records that a handled approval annotation disappeared
+// without the operator removing it (a person deleted it): the same value given
+// again later is judged afresh.
+type ApprovalWithdrawn struct {
+	Annotation string `json:"annotation"`
+}
+
+// ActionUncertain records that the action in flight returned an error that
+// does not say whether it took effect (a timeout, a dropped connection). The
+// action stays in flight and is settled from the world, never simply retried:
+// a forced reconfig must not be sent twice.
+type ActionUncertain struct {
+	Action ActionKind `json:"action"`
+	Target string     `json:"target,omitempty"`
+	Error  string     `json:"error"`
+}
+
+// VolumesLost records that an initiated replica set's members all answer
+// without a config: every volume was lost. The operator does not initiate
+// again on its own; a person approves with ReinitiateAnnotation.
+type VolumesLost struct {
+	Members []string `json:"members"`
+}
+
+// NodeLost records member pods on a node NotReady past
+// spec.recovery.nodeLossGracePeriod; they are force-deleted next.
+type NodeLost struct {
+	Node  string    `json:"node"`
+	Since time.Time `json:"since"`
+	Pods  []string  `json:"pods"`
 }
 
 // MajorityRestored records that a voting majority answers again.
@@ -164,19 +277,26 @@ type ScaledTo struct {
 	Replicas int32 `json:"replicas"`
 }
 
-func (SpecObserved) Type() string     { return "SpecObserved" }
-func (PhaseChanged) Type() string     { return "PhaseChanged" }
-func (ActionStarted) Type() string    { return "ActionStarted" }
-func (ActionFinished) Type() string   { return "ActionFinished" }
-func (ActionFailed) Type() string     { return "ActionFailed" }
-func (Initiated) Type() string        { return "Initiated" }
-func (AdminUserReady) Type() string   { return "AdminUserReady" }
-func (MembersObserved) Type() string  { return "MembersObserved" }
-func (ProblemsObserved) Type() string { return "ProblemsObserved" }
-func (MajorityLost) Type() string     { return "MajorityLost" }
-func (MajorityRestored) Type() string { return "MajorityRestored" }
-func (WorldDisagreed) Type() string   { return "WorldDisagreed" }
-func (ScaledTo) Type() string         { return "ScaledTo" }
+func (SpecObserved) Type() string      { return "SpecObserved" }
+func (PhaseChanged) Type() string      { return "PhaseChanged" }
+func (ActionStarted) Type() string     { return "ActionStarted" }
+func (ActionFinished) Type() string    { return "ActionFinished" }
+func (ActionFailed) Type() string      { return "ActionFailed" }
+func (Initiated) Type() string         { return "Initiated" }
+func (AdminUserReady) Type() string    { return "AdminUserReady" }
+func (MembersObserved) Type() string   { return "MembersObserved" }
+func (ProblemsObserved) Type() string  { return "ProblemsObserved" }
+func (MajorityLost) Type() string      { return "MajorityLost" }
+func (MajorityRestored) Type() string  { return "MajorityRestored" }
+func (WorldDisagreed) Type() string    { return "WorldDisagreed" }
+func (ScaledTo) Type() string          { return "ScaledTo" }
+func (ForceDecided) Type() string      { return "ForceDecided" }
+func (ApprovalRefused) Type() string   { return "ApprovalRefused" }
+func (ApprovalAccepted) Type() string  { return "ApprovalAccepted" }
+func (ActionUncertain) Type() string   { return "ActionUncertain" }
+func (ApprovalWithdrawn) Type() string { return "ApprovalWithdrawn" }
+func (VolumesLost) Type() string       { return "VolumesLost" }
+func (NodeLost) Type() string          { return "NodeLost" }
 
 // payloadVersion is the schema version of every payload written today.
 const payloadVersion = 1
@@ -211,6 +331,13 @@ func init() {
 	register(MajorityRestored{})
 	register(WorldDisagreed{})
 	register(ScaledTo{})
+	register(ForceDecided{})
+	register(ApprovalRefused{})
+	register(ApprovalAccepted{})
+	register(ActionUncertain{})
+	register(ApprovalWithdrawn{})
+	register(VolumesLost{})
+	register(NodeLost{})
 }
 
 // Encode wraps an event in a record of the given stream, at seq.

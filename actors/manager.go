@@ -1,13 +1,13 @@
 package actors
 
 import (
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"github.com/asynkron/protoactor-go/scheduler"
 	"github.com/rs/zerolog"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -25,18 +25,26 @@ type (
 	Clusters struct{}
 )
 
-// Permanent marks a failure that restarting cannot fix; the supervisor stops
-// the actor instead of restarting it.
-type Permanent struct{ Err error }
-
-func (p Permanent) Error() string { return "permanent: " + p.Err.Error() }
-func (p Permanent) Unwrap() error { return p.Err }
-
 // manager spawns, feeds and stops one Cluster actor per Mgors incarnation.
 type manager struct {
 	deps     *Deps
 	children map[string]child // by namespace/name
+	// unspawned are the Mgors whose actor failed to spawn, by namespace/name:
+	// the newest object seen and the failures so far, for the retry.
+	unspawned map[string]unspawned
 }
+
+type unspawned struct {
+	mgors    *v1alpha1.Mgors
+	failures int
+}
+
+// respawn is the retry of a failed spawn, sent by the Manager to itself.
+type respawn struct{ key string }
+
+// spawnRetry is the delay before the nth retry of a failed spawn: 1 s
+// doubling to a minute.
+func spawnRetry(n int) time.Duration { return min(time.Second<<min(max(n-1, 0), 6), time.Minute) }
 
 type child struct {
 	uid string
@@ -47,7 +55,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -59,25 +67,14 @@ func childName(ns, name, uid string) string { return fmt.Sprintf("cluster:%s:%s:
 func (m *manager) Receive(ctx actor.Context) {
 	switch msg := ctx.Message().(type) {
 	case ClusterChanged:
-		o := msg.Mgors
-		key := o.Namespace + "/" + o.Name
-		c, ok := m.children[key]
-		if ok && c.uid != string(o.UID) {
-			ctx.Poison(c.pid) // the old incarnation is gone; this is a new cluster
-			ok = false
+		m.changed(ctx, msg.Mgors)
+	case respawn:
+		if u, ok := m.unspawned[msg.key]; ok {
+			m.changed(ctx, u.mgors)
 		}
-		if !ok {
-			pid, err := ctx.SpawnNamed(NewClusterProps(m.deps, o), childName(o.Namespace, o.Name, string(o.UID)))
-			if err != nil {
-				m.deps.Log.Error().Err(err).Str("cluster", key).Msg("spawning the cluster actor failed")
-				return
-			}
-			c = child{uid: string(o.UID), pid: pid}
-			m.children[key] = c
-		}
-		ctx.Send(c.pid, Update{Mgors: o})
 	case ClusterDeleted:
 		key := msg.Namespace + "/" + msg.Name
+		delete(m.unspawned, key)
 		if c, ok := m.children[key]; ok && (msg.UID == "" || msg.UID == c.uid) {
 			ctx.Poison(c.pid)
 			delete(m.children, key)
@@ -102,10 +99,39 @@ func (m *manager) Receive(ctx actor.Context) {
 	}
 }
 
+// changed feeds a Mgors to its actor, spawning it first when there is none
+// (or the one there serves an older incarnation). A failed spawn (the name
+// still held by a stopping predecessor) is retried with back-off.
+func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
+	key := o.Namespace + "/" + o.Name
+	c, ok := m.children[key]
+	if ok && c.uid != string(o.UID) {
+		ctx.Poison(c.pid) // the old incarnation is gone; this is a new cluster
+		ok = false
+	}
+	if !ok {
+		pid, err := ctx.SpawnNamed(NewClusterProps(m.deps, o), childName(o.Namespace, o.Name, string(o.UID)))
+		if err != nil {
+			// A retry that finds the actor spawned (or the Mgors deleted) does nothing.
+			u := m.unspawned[key]
+			u.mgors, u.failures = o, u.failures+1
+			m.unspawned[key] = u
+			m.deps.Log.Error().Err(err).Str("cluster", key).Int("failures", u.failures).Msg("spawning the cluster actor failed; retrying")
+			scheduler.NewTimerScheduler(ctx).SendOnce(spawnRetry(u.failures), ctx.Self(), respawn{key: key})
+			return
+		}
+		delete(m.unspawned, key)
+		c = child{uid: string(o.UID), pid: pid}
+		m.children[key] = c
+	}
+	ctx.Send(c.pid, Update{Mgors: o})
+}
+
 // supervision restarts a failed Cluster actor after an exponential back-off
 // (initial, doubling, capped, with jitter; the count resets after a quiet
-// window), and stops it when the failure is Permanent. A restart rebuilds the
-// actor from its event log and observes before acting.
+// window). A restart rebuilds the actor from its event log and observes before
+// acting. Nothing stops a Cluster actor for good: every failure it knows
+// (a log that cannot be loaded, a conflicting writer, a panic) may pass.
 type supervision struct {
 	log     zerolog.Logger
 	initial time.Duration
@@ -121,17 +147,11 @@ func NewSupervision(log zerolog.Logger, initial, maxBackoff time.Duration) actor
 	return &supervision{log: log, initial: initial, max: maxBackoff, failures: map[string]int{}, last: map[string]time.Time{}}
 }
 
-// HandleFailure decides, per failure, between a delayed restart and a stop.
+// HandleFailure restarts the failed child after its back-off.
 func (s *supervision) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, child *actor.PID, _ *actor.RestartStatistics, reason interface{}, _ interface{}) {
 	err, _ := reason.(error)
 	if err == nil {
 		err = fmt.Errorf("%v", reason)
-	}
-	var perm Permanent
-	if errors.As(err, &perm) {
-		s.log.Error().Err(err).Str("actor", child.Id).Msg("cluster actor failed permanently; stopped")
-		sup.StopChildren(child)
-		return
 	}
 	s.mu.Lock()
 	if time.Since(s.last[child.Id]) > 10*s.max {

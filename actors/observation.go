@@ -30,6 +30,9 @@ type Observation struct {
 	Config *mongo.Config
 	// ConfigFrom is the host Config was read from.
 	ConfigFrom string
+	// ConfigErr is why reading the config from a member that has one failed:
+	// an unreadable config is not "no config", and never leads to an initiate.
+	ConfigErr string
 	// Status is replSetGetStatus from the primary, or from a member holding the
 	// config when there is no primary; nil when none answered.
 	Status *mongo.Status
@@ -44,6 +47,8 @@ type Observation struct {
 	// ForceAnnotation is the member a person named to force a reconfig onto,
 	// under the Manual majority-loss policy ("" when none).
 	ForceAnnotation string
+	// ReinitiateApproval is the value of ReinitiateAnnotation ("" when none).
+	ReinitiateApproval string
 }
 
 // PodView is one member pod as observed.
@@ -55,6 +60,12 @@ type PodView struct {
 	// Outdated is true when the pod runs an older template than its
 	// StatefulSet's (kube.PodOutdated): it needs a restart to take the spec.
 	Outdated bool `json:"outdated,omitempty"`
+	// Node is the node the pod is bound to; NodeReady its Ready condition and
+	// NodeNotReadySince when that condition last left True (zero when Ready or
+	// unknown).
+	Node              string    `json:"node,omitempty"`
+	NodeReady         bool      `json:"nodeReady,omitempty"`
+	NodeNotReadySince time.Time `json:"nodeNotReadySince,omitzero"`
 }
 
 // MemberView is one member as its own hello (and status) reports it.
@@ -77,6 +88,8 @@ type MemberView struct {
 	State mongo.MemberState
 	// Primary is true when the member says it is the writable primary.
 	Primary bool
+	// LastWrite is the member's own last applied write (hello's lastWrite).
+	LastWrite mongo.OpTime
 }
 
 // answering returns the hosts that answer hello, as the planner wants them.

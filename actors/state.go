@@ -11,10 +11,14 @@ package actors
 
 import (
 	"fmt"
+	"maps"
 	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
 )
 
 // State is a cluster's state: a pure fold of its events, nothing else. It is
@@ -37,8 +41,12 @@ type State struct {
 
 	// Initiated is true once the replica set has a config; never false again.
 	Initiated bool `json:"initiated"`
-	// Initiates counts the operator's successful initiates (at most one, ever).
+	// Initiates counts the operator's successful initiates: one, and one more
+	// for each re-initiate a person approved after every volume was lost.
 	Initiates int `json:"initiates"`
+	// VolumesLost is set while an initiated set answers without a config
+	// anywhere, until a person approves a fresh initiate.
+	VolumesLost *VolumesLost `json:"volumesLost,omitempty"`
 	// AdminUser is true once the admin user exists.
 	AdminUser bool `json:"adminUser"`
 	// UsersCreated counts the operator's successful user creations.
@@ -52,6 +60,21 @@ type State struct {
 	MajorityLost *MajorityLost `json:"majorityLost,omitempty"`
 	// MajorityLostAt is when the majority was lost.
 	MajorityLostAt time.Time `json:"majorityLostAt,omitempty"`
+	// UnhealthySince is when each member (by normalized host) was first seen
+	// not PRIMARY, SECONDARY or ARBITER; healthy members are not in it.
+	UnhealthySince map[string]time.Time `json:"unhealthySince,omitempty"`
+	// CommitPoint is the newest majority commit point seen.
+	CommitPoint OpTime `json:"commitPoint,omitzero"`
+	// Force is the forced reconfig decided (ForceDecided), kept until the set
+	// is Healthy again; ForceApplied is true once it finished.
+	Force        *ForceDecided `json:"force,omitempty"`
+	ForceApplied bool          `json:"forceApplied,omitempty"`
+	// Handled are the approval annotations (key → value) acted on or refused
+	// and not yet removed: a handled value is never acted on again.
+	Handled map[string]string `json:"handled,omitempty"`
+	// Refused is the last approval refused, until one is accepted or the
+	// disaster it was about is over.
+	Refused *ApprovalRefused `json:"refused,omitempty"`
 
 	// InFlight is the action started and not yet finished or failed.
 	InFlight *ActionStarted `json:"inFlight,omitempty"`
@@ -81,6 +104,9 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused
 	case PhaseChanged:
 		s.Phase, s.PhaseReason = e.To, e.Reason
+		if e.To == v1alpha1.PhaseHealthy {
+			s.Force, s.ForceApplied = nil, false // the recovery from a force is over
+		}
 	case ActionStarted:
 		started := e
 		s.InFlight = &started
@@ -91,6 +117,9 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 				s.Reconfigs++
 			case ActForceReconfig:
 				s.ForcedReconfigs++
+				s.ForceApplied = true
+			case ActRemoveAnnotation:
+				s.Handled = without(s.Handled, e.Target)
 			}
 		}
 		s.InFlight, s.LastFailure, s.Failures, s.FailedAt = nil, nil, 0, time.Time{}
@@ -101,12 +130,41 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		} else {
 			s.Failures = 1
 		}
+		if e.Action == ActForceReconfig {
+			s.Force = nil // it did not apply: a later decision starts afresh
+		}
 		s.InFlight, s.LastFailure, s.FailedAt = nil, &failed, at
+	case ActionUncertain:
+		// The action stays in flight; the world settles it.
 	case Initiated:
 		s.Initiated = true
 		if !e.Found {
 			s.Initiates++
 		}
+		s.VolumesLost = nil
+		if s.Refused != nil && s.Refused.Annotation == ReinitiateAnnotation {
+			s.Refused = nil
+		}
+	case ForceDecided:
+		force := e
+		s.Force, s.ForceApplied = &force, false
+	case ApprovalAccepted:
+		s.Handled = with(s.Handled, e.Annotation, e.Value)
+		s.Refused = nil
+		if e.Annotation == ReinitiateAnnotation {
+			s.AdminUser = false // a fresh initiate starts without users
+		}
+	case ApprovalWithdrawn:
+		s.Handled = without(s.Handled, e.Annotation)
+	case ApprovalRefused:
+		s.Handled = with(s.Handled, e.Annotation, e.Value)
+		refused := e
+		s.Refused = &refused
+	case VolumesLost:
+		lost := e
+		s.VolumesLost = &lost
+	case NodeLost:
+		// Recorded for people; the ForceDeletePod that follows is the effect.
 	case AdminUserReady:
 		s.AdminUser = true
 		if !e.Found {
@@ -114,13 +172,19 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		}
 	case MembersObserved:
 		s.View = e
+		s.CommitPoint = newer(s.CommitPoint, e.CommitPoint)
+		s.UnhealthySince = unhealthySince(s.UnhealthySince, e.Members, at)
 	case ProblemsObserved:
 		s.Problems = e.Problems
 	case MajorityLost:
 		lost := e
 		s.MajorityLost, s.MajorityLostAt = &lost, at
+		s.CommitPoint = newer(s.CommitPoint, e.CommitPoint)
 	case MajorityRestored:
 		s.MajorityLost, s.MajorityLostAt = nil, time.Time{}
+		if s.Refused != nil && s.Refused.Annotation == ForceAnnotation {
+			s.Refused = nil
+		}
 	case ScaledTo:
 		s.Replicas = e.Replicas
 	case WorldDisagreed:
@@ -159,3 +223,60 @@ func (s State) String() string {
 	return fmt.Sprintf("seq=%d phase=%s initiated=%t admin=%t primary=%q config=%d/%d inflight=%s",
 		s.Seq, s.Phase, s.Initiated, s.AdminUser, s.View.Primary, s.View.ConfigVersion, s.View.ConfigTerm, inflight)
 }
+
+// unhealthySince folds a view into the since-when of unhealthy members: a
+// new map (states are values; maps are never shared between two of them).
+func unhealthySince(prev map[string]time.Time, members []MemberDigest, at time.Time) map[string]time.Time {
+	var out map[string]time.Time
+	for _, m := range members {
+		if m.Healthy {
+			continue
+		}
+		if out == nil {
+			out = map[string]time.Time{}
+		}
+		h := mongo.NormalizeHost(m.Host)
+		if t, ok := prev[h]; ok {
+			out[h] = t
+		} else {
+			out[h] = at
+		}
+	}
+	return out
+}
+
+func with(m map[string]string, k, v string) map[string]string {
+	out := make(map[string]string, len(m)+1)
+	maps.Copy(out, m)
+	out[k] = v
+	return out
+}
+
+func without(m map[string]string, k string) map[string]string {
+	if _, ok := m[k]; !ok {
+		return m
+	}
+	out := maps.Clone(m)
+	delete(out, k)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// newer is the later of two optimes.
+func newer(a, b OpTime) OpTime {
+	if b.mongo().Compare(a.mongo()) > 0 {
+		return b
+	}
+	return a
+}
+
+func optime(o mongo.OpTime) OpTime { return OpTime{Secs: o.TS.T, Inc: o.TS.I, Term: o.T} }
+
+func (o OpTime) mongo() mongo.OpTime {
+	return mongo.OpTime{TS: bson.Timestamp{T: o.Secs, I: o.Inc}, T: o.Term}
+}
+
+// String prints the optime as mongod's logs do.
+func (o OpTime) String() string { return o.mongo().String() }

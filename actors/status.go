@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -56,12 +57,15 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 	desired := m.Spec.Members + m.Spec.Arbiters
 	st.Ready = fmt.Sprintf("%d/%d", healthy, desired)
 
+	condStatus := func(t string, status metav1.ConditionStatus, reason, msg string) {
+		st.Conditions = append(st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation})
+	}
 	cond := func(t string, ok bool, reason, msg string) {
 		status := metav1.ConditionFalse
 		if ok {
 			status = metav1.ConditionTrue
 		}
-		st.Conditions = append(st.Conditions, metav1.Condition{Type: t, Status: status, Reason: reason, Message: msg, ObservedGeneration: s.Generation})
+		condStatus(t, status, reason, msg)
 	}
 	ready := s.Phase == v1alpha1.PhaseHealthy && s.View.Primary != ""
 	if ready {
@@ -82,16 +86,44 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 	default:
 		cond(v1alpha1.ConditionProgressing, false, "Stable", "nothing to change")
 	}
-	if s.MajorityLost != nil {
+	answering := 0
+	for _, mv := range o.Members {
+		if mv.Answers {
+			answering++
+		}
+	}
+	switch {
+	case s.MajorityLost != nil:
 		msg := s.MajorityLost.Evidence + "; missing " + strings.Join(s.MajorityLost.Missing, ", ")
-		if m.Spec.Recovery.MajorityLoss != v1alpha1.RecoveryAutomatic {
-			msg += fmt.Sprintf("; policy Manual: annotate the Mgors with %s=<member> to force a reconfig onto that member", ForceAnnotation)
+		if m.Spec.Recovery.MajorityLoss == v1alpha1.RecoveryAutomatic {
+			grace := v1alpha1.DefaultGracePeriod
+			if g := m.Spec.Recovery.GracePeriod; g != nil {
+				grace = g.Duration
+			}
+			msg += fmt.Sprintf("; policy Automatic: a reconfig is forced onto the reachable member with the newest optime if the majority is still lost at %s",
+				s.MajorityLostAt.Add(grace).UTC().Format(time.RFC3339))
+		} else {
+			msg += fmt.Sprintf("; policy Manual: annotate the Mgors with %s=<member> to force a reconfig onto that member (it must answer and hold the newest optime among the reachable)", ForceAnnotation)
+		}
+		if r := s.Refused; r != nil && r.Annotation == ForceAnnotation {
+			msg += fmt.Sprintf("; the approval %s was refused: %s", r.Value, r.Reason)
 		}
 		cond(v1alpha1.ConditionMajorityLost, true, "VotersUnreachable", msg)
-	} else {
+	case s.Initiated && answering == 0:
+		condStatus(v1alpha1.ConditionMajorityLost, metav1.ConditionUnknown, "NoMemberAnswers", "no member answers: whether a majority of voting members is up cannot be told")
+	case s.Initiated && o.Status == nil:
+		condStatus(v1alpha1.ConditionMajorityLost, metav1.ConditionUnknown, "StatusUnreadable", "no member's replSetGetStatus could be read")
+	default:
 		cond(v1alpha1.ConditionMajorityLost, false, "MajorityReachable", "a majority of voting members answers")
 	}
 	switch {
+	case s.VolumesLost != nil:
+		msg := fmt.Sprintf("every member (%s) answers without a config although the replica set was initiated: every volume was lost. The operator does not initiate again on its own; to start afresh with no data, annotate the Mgors with %s=%s",
+			strings.Join(s.VolumesLost.Members, ", "), ReinitiateAnnotation, m.UID)
+		if r := s.Refused; r != nil && r.Annotation == ReinitiateAnnotation {
+			msg += fmt.Sprintf("; the approval %s was refused: %s", r.Value, r.Reason)
+		}
+		cond(v1alpha1.ConditionStalled, true, "VolumesLost", msg)
 	case len(s.Problems) > 0:
 		var msgs []string
 		for _, p := range s.Problems {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -20,8 +21,17 @@ import (
 	"github.com/mgors/operator/mongo"
 )
 
-// AdminUsername is the name of the admin user the operator creates.
+// AdminUsername is the name of the admin user the operator creates when the
+// admin Secret names none.
 const AdminUsername = "admin"
+
+// ErrWipeNotImplemented is what KubeWorld answers to ActWipeMember today.
+// Wiping a member's data needs a Pod-level operation (empty the data
+// directory from an init step, or replace the claim when the retention
+// policy allows it) that is tested on localkube with the chaos faults; until
+// then the decision is recorded, the failure shows as Stalled, and the
+// diverged member stays out of the config (never re-added with its data).
+var ErrWipeNotImplemented = errors.New("wiping a member's volume is not implemented yet (TODO: a Pod-level operation, tested on localkube); the member stays out of the config")
 
 // KubeWorld is the World of a real cluster: the Kubernetes API through kube,
 // and the members through mongo, authenticated with the cluster's keyfile as
@@ -88,7 +98,8 @@ func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 // Observe reads the cluster's objects and asks every member, concurrently,
 // each call bounded by ctx.
 func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
-	o := Observation{Replicas: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{}, ForceAnnotation: m.Annotations[ForceAnnotation]}
+	o := Observation{Replicas: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
+		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
 	if err := w.observeObjects(ctx, m, &o); err != nil {
 		return o, err
 	}
@@ -109,8 +120,49 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 		}
 		return o, err
 	}
-	w.observeMembers(ctx, admin, desired, &o)
+	w.observeMembers(ctx, admin, desired, w.adminUsername(ctx, m), &o)
 	return o, nil
+}
+
+// adminUsername is the admin user's name from its Secret (the name the user
+// was created with), "" when the Secret cannot be read: then the user is not
+// checked, never guessed.
+func (w *KubeWorld) adminUsername(ctx context.Context, m *v1alpha1.Mgors) string {
+	sec, err := w.Applier.Secret(ctx, m.Namespace, m.AdminSecretName())
+	if err != nil {
+		return ""
+	}
+	if user := string(sec.Data[v1alpha1.AdminUsernameSecretKey]); user != "" {
+		return user
+	}
+	return AdminUsername
+}
+
+// observeNodes fills in the readiness of the member pods' nodes. It reads
+// nodes only when spec.recovery.nodeLossGracePeriod is set (the only rule
+// that needs them, and the only case the operator's RBAC must allow nodes
+// get); a failed read leaves the pods' nodes unknown, which no rule acts on.
+func (w *KubeWorld) observeNodes(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+	if m.Spec.Recovery.NodeLossGracePeriod == nil {
+		return
+	}
+	var names []string
+	for _, p := range o.Pods {
+		if p.Node != "" && !slices.Contains(names, p.Node) {
+			names = append(names, p.Node)
+		}
+	}
+	sort.Strings(names)
+	nodes, err := w.Applier.Nodes(ctx, names)
+	if err != nil {
+		return
+	}
+	for name, p := range o.Pods {
+		if n, ok := nodes[p.Node]; ok {
+			p.NodeReady, p.NodeNotReadySince = n.Ready, n.NotReadySince
+			o.Pods[name] = p
+		}
+	}
 }
 
 func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Observation) error {
@@ -184,8 +236,10 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 	}
 	for _, p := range pods.Items {
 		o.Pods[p.Name] = PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
-			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts)}
+			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts),
+			Node: p.Spec.NodeName}
 	}
+	w.observeNodes(ctx, m, o)
 	return nil
 }
 
@@ -205,7 +259,7 @@ func podReady(p *corev1.Pod) bool {
 
 // observeMembers asks each member hello, then the config and status from the
 // primary (or the member with the newest config), then the admin user.
-func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, o *Observation) {
+func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, adminUser string, o *Observation) {
 	type answer struct {
 		dm    mongo.DesiredMember
 		hello mongo.HelloReply
@@ -230,6 +284,7 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 			mv.HasConfig = a.hello.SetName != ""
 			mv.ConfigVersion = a.hello.SetVersion
 			mv.Primary = a.hello.IsWritablePrimary
+			mv.LastWrite = a.hello.LastWrite.OpTime
 			if mv.Primary {
 				o.Primary = a.dm.Host
 			}
@@ -248,6 +303,8 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 	}
 	if cfg, err := admin.Config(ctx, source); err == nil {
 		o.Config, o.ConfigFrom = &cfg, source
+	} else {
+		o.ConfigErr = fmt.Sprintf("replSetGetConfig on %s: %v", source, err)
 	}
 	if st, err := admin.Status(ctx, source); err == nil {
 		o.Status = st
@@ -271,8 +328,8 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 			}
 		}
 	}
-	if o.Primary != "" {
-		if ok, err := admin.UserExists(ctx, o.Primary, AdminUsername); err == nil {
+	if o.Primary != "" && adminUser != "" {
+		if ok, err := admin.UserExists(ctx, o.Primary, adminUser); err == nil {
 			o.AdminUser = &ok
 		}
 	}
@@ -288,6 +345,12 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return err
 	case ActRestartMember:
 		return w.Applier.DeletePod(ctx, m, a.Host)
+	case ActForceDeletePod:
+		return w.Applier.ForceDeletePod(ctx, m, a.Host)
+	case ActRemoveAnnotation:
+		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
+	case ActWipeMember:
+		return ErrWipeNotImplemented
 	}
 	admin, err := w.admin(ctx, m)
 	if err != nil {

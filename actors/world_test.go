@@ -63,11 +63,14 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	}
 	rs := mongotest.New(m.ReplSetName(), hosts...)
 	events := record.NewFakeRecorder(100)
+	var credsMu sync.Mutex // an observation still under way at stop may build a client again
 	var gotCreds mongo.Credentials
 	world := &KubeWorld{
 		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
 		ClusterDomain: "cluster.local",
 		NewAdmin: func(o mongo.Options) mongo.Admin {
+			credsMu.Lock()
+			defer credsMu.Unlock()
 			gotCreds = o.Credentials
 			return rs
 		},
@@ -84,7 +87,10 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	userCreated := hasUser(t, rs, hosts) // before stop: stopping closes the admin client
 	stop()
 
-	if string(gotCreds.Keyfile) != keyfile {
+	credsMu.Lock()
+	creds := gotCreds
+	credsMu.Unlock()
+	if string(creds.Keyfile) != keyfile {
 		t.Fatal("the admin client was not given the cluster's keyfile")
 	}
 	if !userCreated {
@@ -122,4 +128,108 @@ func hasUser(t *testing.T, rs *mongotest.ReplicaSet, hosts []string) bool {
 	defer cancel()
 	ok, err := rs.UserExists(ctx, rs.Primary(), AdminUsername)
 	return err == nil && ok
+}
+
+// kubeFixture builds KubeWorlds over the same fake clientsets and fake
+// replica set, whose admin Secret names user: one per operator, as a restarted
+// process builds its own (a stopped operator's last observation may still run).
+func kubeFixture(t *testing.T, user string) (func(mongo.Admin) *KubeWorld, *mongotest.ReplicaSet, *kubefake.Clientset, []string) {
+	t.Helper()
+	m := mgors()
+	m.APIVersion, m.Kind = "mgors.io/v1alpha1", "Mgors"
+	kc := k8sfake.NewClientset(
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.KeyfileSecretName(), Namespace: m.Namespace},
+			Data: map[string][]byte{v1alpha1.KeyfileSecretKey: []byte("keyfile-0123456789abcdef")}},
+		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.AdminSecretName(), Namespace: m.Namespace},
+			Data: map[string][]byte{v1alpha1.AdminUsernameSecretKey: []byte(user), v1alpha1.AdminPasswordSecretKey: []byte("pw")}},
+	)
+	mc := kubefake.NewClientset(m)
+	var hosts []string
+	for _, dm := range mongo.Desired(m, "cluster.local") {
+		hosts = append(hosts, dm.Host)
+	}
+	rs := mongotest.New(m.ReplSetName(), hosts...)
+	newWorld := func(admin mongo.Admin) *KubeWorld {
+		if admin == nil {
+			admin = keepOpen{rs}
+		}
+		return &KubeWorld{
+			Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(record.NewFakeRecorder(1000)),
+			ClusterDomain: "cluster.local", NewAdmin: func(mongo.Options) mongo.Admin { return admin },
+		}
+	}
+	return newWorld, rs, mc, hosts
+}
+
+// keepOpen outlives the operators that close it, as a real replica set does.
+type keepOpen struct{ *mongotest.ReplicaSet }
+
+func (keepOpen) Close(context.Context) error { return nil }
+
+func healthyIn(mc *kubefake.Clientset) func() bool {
+	return func() bool {
+		cur, err := mc.Mgorses("db").Get(context.Background(), "demo", metav1.GetOptions{})
+		return err == nil && cur.Status.Phase == v1alpha1.PhaseHealthy
+	}
+}
+
+// The admin user is looked up by the Secret's username, the name it was
+// created with: an operator that lost its log finds the user and creates
+// nothing.
+func TestKubeWorldChecksTheAdminUserTheSecretNames(t *testing.T) {
+	newWorld, rs, mc, _ := kubeFixture(t, "dba")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
+	waitFor(t, "Healthy", healthyIn(mc))
+	stop()
+	fresh := eventlog.NewMemory()
+	deps := testDeps(fresh, newWorld(nil))
+	deps.SnapshotEvery = 0 // the assertion reads the whole log
+	stop = runOperator(t, deps)
+	waitFor(t, "the user found by a new operator", func() bool {
+		_, recs, _ := fresh.Load(context.Background(), eventlog.Stream{Namespace: "db", Name: "demo", UID: "u-1"})
+		for _, r := range recs {
+			if e, ok, _ := Decode(r); ok {
+				if u, ok := e.(AdminUserReady); ok && u.Found {
+					return true
+				}
+			}
+		}
+		return false
+	})
+	stop()
+	creates := 0
+	for _, c := range rs.Calls() {
+		if c.Command == "createUser" {
+			creates++
+		}
+	}
+	if creates != 1 {
+		t.Fatalf("createUser sent %d times, want 1", creates)
+	}
+}
+
+// A failed replSetGetConfig is reported, not taken for "no config".
+func TestKubeWorldReportsAnUnreadableConfig(t *testing.T) {
+	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
+	waitFor(t, "Healthy", healthyIn(mc))
+	stop()
+	m := mgors()
+	world := newWorld(noConfig{keepOpen{rs}})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Config != nil || !strings.Contains(o.ConfigErr, "not authorized") || !o.Members[hosts[0]].HasConfig {
+		t.Fatalf("config %v, err %q, member %+v", o.Config, o.ConfigErr, o.Members[hosts[0]])
+	}
+}
+
+// noConfig is a replica set whose replSetGetConfig always fails.
+type noConfig struct{ keepOpen }
+
+func (noConfig) Config(context.Context, string) (mongo.Config, error) {
+	return mongo.Config{}, &mongo.ServerError{Code: 13, Name: "Unauthorized", Message: "not authorized"}
 }

@@ -85,6 +85,15 @@ func TestClientUnreachable(t *testing.T) {
 // and returns their hosts. It skips the test when the simulator does not build.
 func simSet(t *testing.T, n int, keyfile []byte) []string {
 	t.Helper()
+	hosts, _ := simProcs(t, n, keyfile)
+	return hosts
+}
+
+// simProcs is simSet that also returns the members' processes, by host, for
+// tests that kill some.
+func simProcs(t *testing.T, n int, keyfile []byte) ([]string, map[string]*os.Process) {
+	t.Helper()
+	procs := map[string]*os.Process{}
 	if testing.Short() {
 		t.Skip("integration test against mongod-sim; -short skips it")
 	}
@@ -128,8 +137,9 @@ func simSet(t *testing.T, n int, keyfile []byte) []string {
 			}
 		})
 		hosts = append(hosts, net.JoinHostPort(ip, strconv.Itoa(port)))
+		procs[hosts[len(hosts)-1]] = cmd.Process
 	}
-	return hosts
+	return hosts, procs
 }
 
 // freePort is a port free on 127.0.5.1..n.

@@ -134,15 +134,63 @@ type Force struct {
 // never changes which members hold data; it only shrinks the config to the
 // survivors, so the set can elect a primary and grow back one member at a time.
 func ForceTarget(config Config, statuses map[string]*Status) (Force, error) {
-	var f Force
-	own := func(host string) *Status {
-		for h, s := range statuses {
-			if s != nil && SameHost(h, host) {
-				return s
-			}
-		}
-		return nil
+	return force(config, statuses, "")
+}
+
+// ErrForceRefused is wrapped by ForceOnto's refusals: the member a person
+// named is not one a forced config may keep as its survivor.
+var ErrForceRefused = errors.New("mongo: forced reconfig refused")
+
+// ForceOnto is ForceTarget with the survivor a person named: it is refused
+// (an error wrapping ErrForceRefused, saying why) unless host is a
+// data-bearing member of config that answered with its own status and holds
+// the newest optime among the reachable members.
+func ForceOnto(config Config, statuses map[string]*Status, host string) (Force, error) {
+	m := config.Member(host)
+	switch {
+	case m == nil:
+		return Force{}, fmt.Errorf("%w: %s is not a member of the config", ErrForceRefused, host)
+	case m.ArbiterOnly:
+		return Force{}, fmt.Errorf("%w: %s is an arbiter and holds no data", ErrForceRefused, host)
 	}
+	reachable := false
+	for h, st := range statuses {
+		if st != nil && SameHost(h, host) {
+			reachable = true
+		}
+	}
+	if !reachable {
+		return Force{}, fmt.Errorf("%w: %s does not answer replSetGetStatus", ErrForceRefused, host)
+	}
+	newest, err := force(config, statuses, "")
+	if err != nil {
+		return Force{}, err
+	}
+	own := selfOptime(statusOf(statuses, host), host)
+	if own.Compare(newest.SurvivorOptime) < 0 {
+		return Force{}, fmt.Errorf("%w: %s is at optime %s, %s is newer at %s", ErrForceRefused,
+			host, own, newest.Survivor, newest.SurvivorOptime)
+	}
+	return force(config, statuses, m.Host)
+}
+
+// String prints an optime as mongod's logs do: {ts: secs:inc, t: term}.
+func (o OpTime) String() string { return fmt.Sprintf("{ts: %d:%d, t: %d}", o.TS.T, o.TS.I, o.T) }
+
+func statusOf(statuses map[string]*Status, host string) *Status {
+	for h, s := range statuses {
+		if s != nil && SameHost(h, host) {
+			return s
+		}
+	}
+	return nil
+}
+
+// force computes the forced config; survivor, when set, is kept as the
+// survivor whatever its optime (ForceOnto checked it).
+func force(config Config, statuses map[string]*Status, survivor string) (Force, error) {
+	var f Force
+	own := func(host string) *Status { return statusOf(statuses, host) }
 	best := -1
 	for i, m := range config.Members {
 		st := own(m.Host)
@@ -155,6 +203,12 @@ func ForceTarget(config Config, statuses map[string]*Status) (Force, error) {
 			continue
 		}
 		ot := selfOptime(st, m.Host)
+		if survivor != "" {
+			if SameHost(m.Host, survivor) {
+				best, f.Survivor, f.SurvivorOptime = i, m.Host, ot
+			}
+			continue
+		}
 		if best < 0 || ot.Compare(f.SurvivorOptime) > 0 || (ot.Compare(f.SurvivorOptime) == 0 && m.ID < config.Members[best].ID) {
 			best, f.Survivor, f.SurvivorOptime = i, m.Host, ot
 		}

@@ -3,6 +3,7 @@ package mongo
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -165,4 +166,43 @@ func TestForceTarget(t *testing.T) {
 			t.Fatalf("%+v", s)
 		}
 	})
+}
+
+func TestForceOnto(t *testing.T) {
+	five := cfg(m(0, "a:1"), m(1, "b:1"), m(2, "c:1"), m(3, "d:1"), m(4, "e:1", arbiter))
+	statuses := map[string]*Status{
+		"b:1": view("b:1", down("a:1", ot(100, 3)), up("b:1", StateSecondary, ot(95, 3)), up("c:1", StateSecondary, ot(95, 3)), down("d:1", ot(90, 3)), up("e:1", StateArbiter, OpTime{})),
+		"c:1": view("c:1", down("a:1", ot(100, 3)), up("b:1", StateSecondary, ot(95, 3)), up("c:1", StateSecondary, ot(95, 3)), down("d:1", ot(90, 3)), up("e:1", StateArbiter, OpTime{})),
+		"e:1": view("e:1", down("a:1", ot(100, 3)), up("b:1", StateSecondary, ot(95, 3)), up("c:1", StateSecondary, ot(95, 3)), down("d:1", ot(90, 3)), up("e:1", StateArbiter, OpTime{})),
+	}
+	tests := []struct {
+		name, host, refusal string
+	}{
+		{"a tie with the newest is accepted, not only the lowest id", "c:1", ""},
+		{"the newest", "b:1", ""},
+		{"unreachable", "a:1", "does not answer"},
+		{"not a member", "z:1", "not a member"},
+		{"an arbiter", "e:1", "arbiter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, err := ForceOnto(five, statuses, tt.host)
+			if tt.refusal != "" {
+				if !errors.Is(err, ErrForceRefused) || !strings.Contains(err.Error(), tt.refusal) {
+					t.Fatalf("err %v, want a refusal saying %q", err, tt.refusal)
+				}
+				return
+			}
+			if err != nil || f.Survivor != tt.host || f.Config.Member(tt.host) == nil || !f.AtRisk {
+				t.Fatalf("force %+v err %v", f, err)
+			}
+		})
+	}
+	behind := map[string]*Status{
+		"b:1": view("b:1", up("b:1", StateSecondary, ot(95, 3)), up("c:1", StateSecondary, ot(96, 3))),
+		"c:1": view("c:1", up("b:1", StateSecondary, ot(95, 3)), up("c:1", StateSecondary, ot(96, 3))),
+	}
+	if _, err := ForceOnto(five, behind, "b:1"); !errors.Is(err, ErrForceRefused) || !strings.Contains(err.Error(), "c:1 is newer") {
+		t.Fatalf("a member behind the newest was accepted: %v", err)
+	}
 }

@@ -97,6 +97,14 @@ type Status struct {
 	VotingMembersCount         int            `bson:"votingMembersCount,omitempty"`
 	WritableVotingMembersCount int            `bson:"writableVotingMembersCount,omitempty"`
 	Members                    []MemberStatus `bson:"members"`
+	// Optimes holds the observer's commit point: the last write it knows a
+	// majority holds.
+	Optimes StatusOptimes `bson:"optimes,omitempty"`
+}
+
+// StatusOptimes is replSetGetStatus's optimes document (the part we read).
+type StatusOptimes struct {
+	LastCommittedOpTime OpTime `bson:"lastCommittedOpTime"`
 }
 
 // MemberStatus is one member's entry in a Status.
@@ -179,6 +187,14 @@ type HelloReply struct {
 	Info              string   `bson:"info,omitempty"`
 	MaxWireVersion    int32    `bson:"maxWireVersion"`
 	MinWireVersion    int32    `bson:"minWireVersion"`
+	// LastWrite is the member's own last applied write (absent on arbiters and
+	// before initiate): how far a member that left the config got.
+	LastWrite LastWrite `bson:"lastWrite,omitempty"`
+}
+
+// LastWrite is hello's lastWrite document.
+type LastWrite struct {
+	OpTime OpTime `bson:"opTime"`
 }
 
 // HasConfig reports whether the member holds a replica-set config it is part

@@ -202,12 +202,15 @@ func (f *File) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error 
 	st := f.state(s)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	_, recs, err := f.loadLocked(s, st, true)
+	cur, recs, err := f.loadLocked(s, st, true)
 	if err != nil {
 		return err
 	}
 	if snap.Seq > st.last {
 		return snapshotAheadError(s, snap.Seq, st.last)
+	}
+	if cur != nil && snap.Seq <= cur.Seq {
+		return nil // a late writer's older snapshot: the newer one covers it
 	}
 	if snap.Schema == 0 {
 		snap.Schema = SchemaVersion

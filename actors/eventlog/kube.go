@@ -262,11 +262,15 @@ func (k *Kube) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error 
 	st := k.state(s)
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if _, _, err := k.loadLocked(ctx, s, st); err != nil {
+	cur, _, err := k.loadLocked(ctx, s, st)
+	if err != nil {
 		return err
 	}
 	if snap.Seq > st.last {
 		return snapshotAheadError(s, snap.Seq, st.last)
+	}
+	if cur != nil && snap.Seq <= cur.Seq {
+		return nil // a late writer's older snapshot: the newer one covers it
 	}
 	if snap.Schema == 0 {
 		snap.Schema = SchemaVersion

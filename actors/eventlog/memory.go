@@ -98,6 +98,9 @@ func (m *Memory) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) erro
 	if snap.Seq > st.last() {
 		return snapshotAheadError(s, snap.Seq, st.last())
 	}
+	if st.snap != nil && snap.Seq <= st.snap.Seq {
+		return nil // a late writer's older snapshot: the newer one covers it
+	}
 	if snap.Schema == 0 {
 		snap.Schema = SchemaVersion
 	}

@@ -93,6 +93,14 @@ func TestStoreConformance(t *testing.T) {
 			if len(recs) != 2 || recs[0].Seq != 11 || recs[1].Seq != 12 {
 				t.Fatalf("after the snapshot: %+v", recs)
 			}
+			// An older snapshot saved late (a stopped actor's goroutine) is
+			// ignored: the records the newer one compacted are gone.
+			if err := st.SaveSnapshot(ctx, s, Snapshot{Seq: 7, Time: time.Now(), State: json.RawMessage(`{"phase":"Recovering"}`)}); err != nil {
+				t.Fatal(err)
+			}
+			if snap, recs, _ := st.Load(ctx, s); snap == nil || snap.Seq != 10 || len(recs) != 2 {
+				t.Fatalf("an older snapshot replaced a newer one: %+v %d records", snap, len(recs))
+			}
 			if err := st.Append(ctx, s, rec(s, 13, "D")); err != nil {
 				t.Fatalf("append after snapshot: %v", err)
 			}

@@ -373,6 +373,17 @@ type RecoverySpec struct {
 	// +kubebuilder:default="5m"
 	// +optional
 	GracePeriod *metav1.Duration `json:"gracePeriod,omitempty"`
+
+	// NodeLossGracePeriod, when set, is how long a member pod's node may stay
+	// NotReady before the operator force-deletes the pod (grace period 0) so
+	// the StatefulSet recreates it on another node. Unset (the default): never;
+	// the pods stay Terminating until the node comes back or a person acts, as
+	// Kubernetes does for every StatefulSet. Force-deleting is safe only when
+	// the node is really gone (not merely partitioned): its mongod must not run.
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=duration
+	// +optional
+	NodeLossGracePeriod *metav1.Duration `json:"nodeLossGracePeriod,omitempty"`
 }
 
 // Phase is where a cluster is in its lifecycle.

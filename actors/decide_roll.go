@@ -1,0 +1,66 @@
+package actors
+
+import (
+	"sort"
+
+	"github.com/mgors/operator/mongo"
+)
+
+// outdated lists the member pods that run an older template, sorted.
+func outdated(o Observation) []string {
+	var out []string
+	for name, p := range o.Pods {
+		if p.Outdated && !p.Deleting {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// roll restarts one out-of-date member when every member is healthy:
+// secondaries first, highest ordinal first, the primary last and only after it
+// stepped down, so no restart ever takes more than one member away.
+func (d *decider) roll() bool {
+	o := d.in.Obs
+	pods := outdated(o)
+	if len(pods) == 0 {
+		return false
+	}
+	for _, dm := range d.in.Desired {
+		mv := o.Members[dm.Host]
+		if !mv.Answers || (mv.State != mongo.StatePrimary && mv.State != mongo.StateSecondary && mv.State != mongo.StateArbiter) {
+			return true // a member is away (perhaps the last one restarted): wait for it
+		}
+	}
+	for _, p := range o.Pods {
+		if p.Deleting || !p.Ready {
+			return true
+		}
+	}
+	var primaryPod string
+	byPod := map[string]mongo.DesiredMember{}
+	for _, dm := range d.in.Desired {
+		byPod[dm.Name] = dm
+		if mongo.SameHost(dm.Host, o.Primary) {
+			primaryPod = dm.Name
+		}
+	}
+	sort.Slice(pods, func(i, j int) bool { return byPod[pods[i]].Ordinal > byPod[pods[j]].Ordinal })
+	for _, name := range pods {
+		if name == primaryPod {
+			continue
+		}
+		d.act(Action{Kind: ActRestartMember, Host: name}, ActionStarted{Target: name,
+			Reason: "its pod runs an older template; secondaries restart first, one at a time"})
+		return true
+	}
+	if len(d.in.Desired) == 1 {
+		d.act(Action{Kind: ActRestartMember, Host: primaryPod}, ActionStarted{Target: primaryPod,
+			Reason: "its pod runs an older template; a one-member set cannot restart without downtime"})
+		return true
+	}
+	d.act(Action{Kind: ActStepDown, Host: o.Primary}, ActionStarted{Target: o.Primary,
+		Reason: "the primary's pod runs an older template: it steps down before it restarts"})
+	return true
+}
