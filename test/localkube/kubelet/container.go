@@ -266,35 +266,6 @@ func exitOf(ps *os.ProcessState, err error) termination {
 	return t
 }
 
-// adopt watches a container process left running by a previous kubelet. Its exit
-// status cannot be collected (it is not our child): it is reported as Kubernetes
-// reports a container whose status was lost.
-func adopt(dir, logPath string, pid int, id string, startedAt time.Time) *proc {
-	p := &proc{pid: pid, done: make(chan struct{}), detach: func() {}}
-	detach, drain, err := openOutput(dir, logPath)
-	if err != nil {
-		drain = func() {}
-	} else {
-		p.detach = detach
-	}
-	go func() {
-		pidFile := filepath.Join(dir, "pid")
-		for {
-			if _, ok := readLivePID(pidFile); !ok {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		p.exit = termination{ExitCode: 137, Reason: "ContainerStatusUnknown",
-			Message:   "The container could not be located when the pod was terminated",
-			StartedAt: startedAt, FinishedAt: time.Now(), ID: id}
-		drain()
-		_ = os.Remove(pidFile)
-		close(p.done)
-	}()
-	return p
-}
-
 // stopProcess sends SIGTERM to a container's process group, waits up to grace, then
 // sends SIGKILL, and waits for the end.
 func stopProcess(p *proc, grace time.Duration) {

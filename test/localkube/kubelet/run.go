@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 )
 
 // Kubelet serves one Node: it owns the pod workers of the pods bound to it.
@@ -36,7 +37,7 @@ type Kubelet struct {
 	images  *imageTable
 	imgDirs map[string]string
 	net     podNetwork
-	backoff time.Duration
+	backoff backoffPolicy
 	self    string
 	dir     string // Dir/nodes/NODE
 
@@ -106,12 +107,18 @@ func newKubelet(cfg Config, cs kubernetes.Interface, log zerolog.Logger) (*Kubel
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	backoff := 10 * time.Second
+	var initial, maxDelay time.Duration
 	if cfg.CrashLoopBackOff != "" {
-		if backoff, err = time.ParseDuration(cfg.CrashLoopBackOff); err != nil {
+		if initial, err = time.ParseDuration(cfg.CrashLoopBackOff); err != nil {
 			return nil, fmt.Errorf("crashLoopBackOff: %w", err)
 		}
 	}
+	if cfg.CrashLoopBackOffMax != "" {
+		if maxDelay, err = time.ParseDuration(cfg.CrashLoopBackOffMax); err != nil {
+			return nil, fmt.Errorf("crashLoopBackOffMax: %w", err)
+		}
+	}
+	backoff := newBackoffPolicy(initial, maxDelay)
 	k := &Kubelet{
 		cfg: cfg, log: log, cs: cs, ipam: a, images: table, imgDirs: imgDirs,
 		net:     podNetwork{Bridge: cfg.Bridge, Gateway: gw, PrefixLen: cfg.bridgePrefixLen()},
@@ -261,7 +268,8 @@ func (k *Kubelet) removeOrphans(store cache.Store) {
 		w := &podWorker{k: k, uid: e.Name(), dir: dir, ctrs: map[string]*ctr{},
 			log: k.log.With().Str("uid", e.Name()).Logger()}
 		w.recover()
-		w.terminate(0)
+		// As a kubelet cleans up a runtime pod it had not seen: grace override 1 s.
+		w.terminate(podKillGrace(nil, ptr.To(int64(1))))
 		w.teardown()
 		w.cleanupDisk()
 		k.log.Info().Str("uid", e.Name()).Msg("removed orphaned pod")
