@@ -60,6 +60,10 @@ type Config struct {
 	// crashLoopBackOff.maxContainerRestartPeriod); under CrashLoopBackOff it lowers
 	// the initial delay too, as in a kubelet.
 	CrashLoopBackOffMax string `json:"crashLoopBackOffMax,omitempty"`
+	// AttachKubeconfig is the kubeconfig the kubelet reads pods, claims and volumes
+	// with when it takes the attach/detach controller's part (attach.go): a node's
+	// own identity may not list the pods of other nodes. Empty: Kubeconfig.
+	AttachKubeconfig string `json:"attachKubeconfig,omitempty"`
 	// BridgePrefixLen is the prefix length of the bridge network that pods of all
 	// nodes share (default 16: 10.244.0.0/16), so pods reach each other directly.
 	BridgePrefixLen int `json:"bridgePrefixLen,omitempty"`

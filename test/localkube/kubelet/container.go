@@ -105,6 +105,8 @@ type launch struct {
 	Dir      string // containers/NAME
 	LogPath  string
 	Netns    string // empty: the host network
+	PID      pidMode
+	PausePID string // with PID pidPod: the pause process's pid file
 	Spec     initSpec
 	ID       string
 	Executor string // the kubelet binary, re-executed as the init helper
@@ -196,15 +198,16 @@ func start(l launch) (*proc, error) {
 	cmd.Args = []string{"localkube-container-init"}
 	cmd.Env = []string{initEnv + "=" + specPath}
 	cmd.ExtraFiles = []*os.File{statusW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:     true,
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
+	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC)
+	pauseFile := ""
+	switch l.PID {
+	case pidOwn:
+		flags |= syscall.CLONE_NEWPID
+	case pidPod:
+		pauseFile = l.PausePID
 	}
-	if l.Netns != "" {
-		err = withNetns(l.Netns, cmd.Start)
-	} else {
-		err = cmd.Start()
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
+	err = inNamespaces(l.Netns, pauseFile, cmd.Start)
 	_ = statusW.Close() // the child holds its own copy
 	if err != nil {
 		_ = statusR.Close()

@@ -52,6 +52,7 @@ type podWorker struct {
 	volumesAt  time.Time
 	lastStatus *corev1.PodStatus
 	tornDown   bool
+	attach     attachWait // while a volume is attached to another node
 }
 
 func (w *podWorker) update(pod *corev1.Pod, gone bool) {
@@ -197,6 +198,10 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		return false
 	}
 	if !w.sandboxReady {
+		if w.attachBlocked(ctx, pod) {
+			w.writeStatus(ctx, pod)
+			return false
+		}
 		if err := w.setupSandbox(ctx, pod); err != nil {
 			w.log.Warn().Err(err).Msg("set up pod sandbox")
 			w.writeStatus(ctx, pod)

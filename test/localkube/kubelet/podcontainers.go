@@ -222,6 +222,12 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 	} else {
 		l.Netns = filepath.Join(w.dir, "netns")
 	}
+	l.PID = podPIDMode(&pod.Spec)
+	if l.PID == pidPod {
+		if l.PausePID, err = w.ensurePause(); err != nil {
+			return launch{}, err
+		}
+	}
 	return l, nil
 }
 

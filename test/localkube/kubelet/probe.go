@@ -305,7 +305,7 @@ func httpProbe(ctx context.Context, url string, headers []corev1.HTTPHeader) (bo
 }
 
 // containerCommand prepares a command that runs inside a running container: in its
-// mount, UTS, IPC and network namespaces, its root, as its user, with its
+// mount, UTS, IPC, network and PID namespaces, its root, as its user, with its
 // environment and working directory (nsenter does the joining, which a
 // multi-threaded Go process cannot do for a mount namespace).
 func containerCommand(ctx context.Context, containerDir string, pid int, argv []string) (*exec.Cmd, error) {
@@ -324,7 +324,9 @@ func containerCommand(ctx context.Context, containerDir string, pid int, argv []
 	if wd == "" {
 		wd = "/"
 	}
-	args := []string{"--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--root", "--wdns=" + wd}
+	// --pid: the command runs in the container's PID namespace (nsenter forks
+	// it there), so it sees and signals the container's processes only.
+	args := []string{"--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wdns=" + wd}
 	if s.UID != 0 || s.GID != 0 {
 		args = append(args, "--setuid", strconv.Itoa(int(s.UID)), "--setgid", strconv.Itoa(int(s.GID)))
 	}

@@ -51,6 +51,11 @@ type Kubelet struct {
 	// events records what happens to pods as a kubelet does (Created, Started,
 	// Killing, BackOff, Unhealthy, Failed), for `kubectl describe` and the operator.
 	events record.EventRecorder
+
+	// attachAPI reads pods, claims and volumes for the attach/detach controller's
+	// decision (attach.go); attachEvents sends its Events, as that controller.
+	attachAPI    kubernetes.Interface
+	attachEvents record.EventRecorder
 }
 
 // Run registers the Node, keeps it alive and runs the pods bound to it until ctx
@@ -76,6 +81,17 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	k, err := newKubelet(cfg, cs, log)
 	if err != nil {
 		return err
+	}
+	if cfg.AttachKubeconfig != "" {
+		arc, err := clientcmd.BuildConfigFromFlags("", cfg.AttachKubeconfig)
+		if err != nil {
+			return fmt.Errorf("attachKubeconfig: %w", err)
+		}
+		arc.Timeout = 30 * time.Second
+		arc.UserAgent = "localkube-kubelet/" + cfg.NodeName + "/attachdetach"
+		if k.attachAPI, err = kubernetes.NewForConfig(arc); err != nil {
+			return err
+		}
 	}
 	return k.run(ctx)
 }
@@ -126,7 +142,9 @@ func newKubelet(cfg Config, cs kubernetes.Interface, log zerolog.Logger) (*Kubel
 		workers: map[types.UID]*podWorker{},
 	}
 	k.api = &liveAPI{cs: cs}
+	k.attachAPI = cs
 	k.events = &record.FakeRecorder{} // discards; run sets the real one
+	k.attachEvents = &record.FakeRecorder{}
 	return k, nil
 }
 
@@ -160,6 +178,7 @@ func (k *Kubelet) run(ctx context.Context) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cs.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	k.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
+	k.attachEvents = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "attachdetach-controller"})
 	go heartbeat(ctx, k.cs, k.cfg, node, k.log)
 
 	srvErr := make(chan error, 1)
