@@ -1,6 +1,7 @@
 package kubelet
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"syscall"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
 
@@ -124,5 +126,37 @@ func TestSharedProcessNamespace(t *testing.T) {
 		if gap := s.State.Running.StartedAt.Sub(last.FinishedAt.Time); gap > time.Second {
 			t.Fatalf("restarted %v after its exit (finished %v, started %v), want at once", gap, last.FinishedAt, s.State.Running.StartedAt)
 		}
+	}
+}
+
+// An exec probe that times out leaves nothing behind in the container: the command
+// nsenter forked into its PID namespace ends with it.
+func TestTimedOutExecEndsInTheContainer(t *testing.T) {
+	e := cluster(t)
+	pod := shellPod("pid-probe", "exec sleep 3600")
+	pod.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
+		Command: []string{"sleep", "3605"}}}, TimeoutSeconds: 1, PeriodSeconds: 1}
+	e.create(t, pod)
+	e.waitPod(t, pod.Name, 60*time.Second, "Running", func(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning })
+	// Three probe runs have timed out once the third Unhealthy event is there.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		evs, err := e.cs.CoreV1().Events(testNS).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=pid-probe,reason=Unhealthy"})
+		cancel()
+		if err == nil && len(evs.Items) > 0 && evs.Items[0].Count >= 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no three Unhealthy events: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	out, err := e.exec(t, pod.Name, "main", []string{"ps", "-e", "-o", "args="})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(out, "sleep 3605"); n > 1 {
+		t.Fatalf("timed-out probe commands left in the container:\n%s", out)
 	}
 }

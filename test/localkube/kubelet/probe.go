@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -336,6 +337,11 @@ func containerCommand(ctx context.Context, containerDir string, pid int, argv []
 	args = append(args, argv[1:]...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = s.Env
+	// A group of its own, ended whole on timeout: the command nsenter forked into
+	// the container must not outlive it there (runWithTTY makes it a session,
+	// which is a group too).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	return cmd, nil
 }
