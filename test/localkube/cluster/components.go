@@ -113,7 +113,12 @@ func kubeletComponent(l layout, opts Options, n int) (component, error) {
 	if err := os.MkdirAll(l.nodeDir(name), 0o755); err != nil {
 		return component{}, err
 	}
-	if err := writeJSON(l.kubeletConfig(name), kubeletConfig(l, opts, n)); err != nil {
+	cfg := kubeletConfig(l, opts, n)
+	// The kubelet decides attachments as the attach/detach controller would; a
+	// node's identity may not list other nodes' pods, localkube's storage
+	// controller (the provisioner) may.
+	cfg.AttachKubeconfig = l.kubeconfigFor("provisioner")
+	if err := writeJSON(l.kubeletConfig(name), cfg); err != nil {
 		return component{}, err
 	}
 	return component{name: "kubelet-" + name, args: []string{opts.Localkube, "kubelet", "--config", l.kubeletConfig(name)}}, nil

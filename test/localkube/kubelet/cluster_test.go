@@ -207,7 +207,7 @@ func (e *sharedEnv) start() error {
 		PodCIDR: testPodCIDR, ClusterDNS: "10.96.0.10", ClusterDomain: "cluster.local",
 		APIServerHost: testGateway, APIServerPort: apiPort,
 		TLSCert: write("kubelet.crt", kubeletCert), TLSKey: write("kubelet.key", kubeletKey), ClientCA: caFile,
-		CrashLoopBackOff: "1s",
+		CrashLoopBackOff: "5s", // the first restart is at once whatever this says
 		// What the built-in images hold, as make test provides them.
 		BinDir: os.Getenv("LOCALKUBE_BIN_DIR"), MongoshDir: os.Getenv("MONGOSH_DIR"), MongodBin: os.Getenv("MONGOD_BIN"),
 	}
@@ -293,6 +293,7 @@ func (e *sharedEnv) stop() {
 	}
 	if e.cfg.Dir != "" {
 		_ = KillAll(e.cfg.Dir)
+		killPauses(e.cfg.Dir)
 	}
 	for i := len(e.procs) - 1; i >= 0; i-- {
 		p := e.procs[i]

@@ -51,10 +51,19 @@ type Config struct {
 	// MongoshDir is an npm prefix holding node_modules/mongosh, the mongo images'
 	// /usr/bin/mongosh. Env MONGOSH_DIR overrides an empty value.
 	MongoshDir string `json:"mongoshDir,omitempty"`
-	// CrashLoopBackOff is the first restart delay of a crashing container (a Go
-	// duration, default "10s"); it doubles per restart up to five minutes. Tests
-	// shorten it.
+	// CrashLoopBackOff is the initial restart delay of a crashing container (a Go
+	// duration, default "10s", the kubelet's initialCrashLoopBackOff): the first
+	// exit restarts at once, the second waits this long, each further one twice as
+	// long up to CrashLoopBackOffMax (backoff.go). Tests shorten it.
 	CrashLoopBackOff string `json:"crashLoopBackOff,omitempty"`
+	// CrashLoopBackOffMax is the longest restart delay (default "5m", the kubelet's
+	// crashLoopBackOff.maxContainerRestartPeriod); under CrashLoopBackOff it lowers
+	// the initial delay too, as in a kubelet.
+	CrashLoopBackOffMax string `json:"crashLoopBackOffMax,omitempty"`
+	// AttachKubeconfig is the kubeconfig the kubelet reads pods, claims and volumes
+	// with when it takes the attach/detach controller's part (attach.go): a node's
+	// own identity may not list the pods of other nodes. Empty: Kubeconfig.
+	AttachKubeconfig string `json:"attachKubeconfig,omitempty"`
 	// BridgePrefixLen is the prefix length of the bridge network that pods of all
 	// nodes share (default 16: 10.244.0.0/16), so pods reach each other directly.
 	BridgePrefixLen int `json:"bridgePrefixLen,omitempty"`

@@ -105,6 +105,8 @@ type launch struct {
 	Dir      string // containers/NAME
 	LogPath  string
 	Netns    string // empty: the host network
+	PID      pidMode
+	PausePID string // with PID pidPod: the pause process's pid file
 	Spec     initSpec
 	ID       string
 	Executor string // the kubelet binary, re-executed as the init helper
@@ -196,15 +198,16 @@ func start(l launch) (*proc, error) {
 	cmd.Args = []string{"localkube-container-init"}
 	cmd.Env = []string{initEnv + "=" + specPath}
 	cmd.ExtraFiles = []*os.File{statusW}
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setsid:     true,
-		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
+	flags := uintptr(syscall.CLONE_NEWNS | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC)
+	pauseFile := ""
+	switch l.PID {
+	case pidOwn:
+		flags |= syscall.CLONE_NEWPID
+	case pidPod:
+		pauseFile = l.PausePID
 	}
-	if l.Netns != "" {
-		err = withNetns(l.Netns, cmd.Start)
-	} else {
-		err = cmd.Start()
-	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Cloneflags: flags}
+	err = inNamespaces(l.Netns, pauseFile, cmd.Start)
 	_ = statusW.Close() // the child holds its own copy
 	if err != nil {
 		_ = statusR.Close()
@@ -264,35 +267,6 @@ func exitOf(ps *os.ProcessState, err error) termination {
 		t.Reason = "Completed"
 	}
 	return t
-}
-
-// adopt watches a container process left running by a previous kubelet. Its exit
-// status cannot be collected (it is not our child): it is reported as Kubernetes
-// reports a container whose status was lost.
-func adopt(dir, logPath string, pid int, id string, startedAt time.Time) *proc {
-	p := &proc{pid: pid, done: make(chan struct{}), detach: func() {}}
-	detach, drain, err := openOutput(dir, logPath)
-	if err != nil {
-		drain = func() {}
-	} else {
-		p.detach = detach
-	}
-	go func() {
-		pidFile := filepath.Join(dir, "pid")
-		for {
-			if _, ok := readLivePID(pidFile); !ok {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		p.exit = termination{ExitCode: 137, Reason: "ContainerStatusUnknown",
-			Message:   "The container could not be located when the pod was terminated",
-			StartedAt: startedAt, FinishedAt: time.Now(), ID: id}
-		drain()
-		_ = os.Remove(pidFile)
-		close(p.done)
-	}()
-	return p
 }
 
 // stopProcess sends SIGTERM to a container's process group, waits up to grace, then

@@ -36,26 +36,18 @@ type observed struct {
 	// again from the start, init containers first, without back-off; its
 	// restart count and last state are kept.
 	Rerun bool `json:"-"`
+	// Backoff is the container's crash-loop back-off entry, kept in memory only as
+	// a kubelet keeps it (backoff.go).
+	Backoff restartBackoff `json:"-"`
 }
 
 // plan is what the pod worker should do next.
 type plan struct {
 	Start []string  // containers to start now, in order
 	Wake  time.Time // when to look again at the latest (zero: only on events)
-}
-
-// crashBackoff is the delay before restart number n+1 of a container that has
-// restarted n times: base doubling, capped at five minutes as in a kubelet.
-func crashBackoff(base time.Duration, restarts int32) time.Duration {
-	const max = 5 * time.Minute
-	d := base
-	for i := int32(0); i < restarts && d < max; i++ {
-		d *= 2
-	}
-	if d > max {
-		d = max
-	}
-	return d
+	// BackOff holds the containers that would start now but wait in back-off,
+	// with the delay they wait: only these show CrashLoopBackOff.
+	BackOff map[string]time.Duration
 }
 
 // wantsRestart says whether a container that ended with t is run again under policy.
@@ -72,7 +64,7 @@ func wantsRestart(policy corev1.RestartPolicy, t *termination) bool {
 // decide is the pod worker's decision: given the spec and what is observed, which
 // containers to start now and when to look again. Init containers run one at a
 // time in order, each to success, before any app container starts.
-func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base time.Duration) plan {
+func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time) plan {
 	var p plan
 	wake := func(t time.Time) {
 		if p.Wake.IsZero() || t.Before(p.Wake) {
@@ -89,11 +81,15 @@ func decide(spec *corev1.PodSpec, obs map[string]*observed, now time.Time, base 
 		if !wantsRestart(policy, o.Current) {
 			return false
 		}
-		at := o.Current.FinishedAt.Add(crashBackoff(base, o.RestartCount))
+		at := o.Backoff.restartAt(o.Current.FinishedAt)
 		if !now.Before(at) {
 			p.Start = append(p.Start, name)
 			return true
 		}
+		if p.BackOff == nil {
+			p.BackOff = map[string]time.Duration{}
+		}
+		p.BackOff[name] = o.Backoff.Delay
 		wake(at)
 		return false
 	}

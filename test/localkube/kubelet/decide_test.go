@@ -21,12 +21,12 @@ func TestDecideRerunsInitContainersOfARecreatedSandbox(t *testing.T) {
 		"init": {Current: &termination{ExitCode: 0, FinishedAt: now}, Rerun: true},
 		"app":  {Current: ended, RestartCount: 4, Rerun: true},
 	}
-	p := decide(spec, obs, now, 10*time.Second)
+	p := decide(spec, obs, now)
 	if len(p.Start) != 1 || p.Start[0] != "init" {
 		t.Fatalf("start %v, want the init container first", p.Start)
 	}
 	obs["init"] = &observed{Current: &termination{ExitCode: 0, FinishedAt: now}}
-	p = decide(spec, obs, now, 10*time.Second)
+	p = decide(spec, obs, now)
 	if len(p.Start) != 1 || p.Start[0] != "app" {
 		t.Fatalf("start %v, want the app without back-off once init succeeded", p.Start)
 	}

@@ -1,6 +1,6 @@
 // Package kubelet runs the pods bound to one Node of a localkube cluster as local
 // processes: each pod gets its own network namespace on the cluster bridge, each
-// container its own mount and UTS namespaces with a root that stacks the image
+// container its own mount, UTS and PID namespaces with a root that stacks the image
 // directory over an overlay of the host's root, its volumes at their mount paths,
 // and the pod a faithful status. See docs/design/localkube-kubelet.md.
 //
@@ -22,6 +22,8 @@
 //	    netns                      the pod's network namespace (a bind mount of an nsfs file)
 //	    etc-hosts resolv.conf hostname   files bind-mounted at /etc/hosts, /etc/resolv.conf, /etc/hostname
 //	    start-time                 the pod's status.startTime
+//	    sandbox/pid                with shareProcessNamespace: the pause process holding the
+//	                               pod's PID namespace ("PID STARTTICKS"); also its chroot
 //	    volumes/NAME/              emptyDir, secret, configMap, downwardAPI, projected content
 //	    logs/CONTAINER/N.log       CRI-format log of restart N of a container (rotated N.log.1 …)
 //	    containers/CONTAINER/

@@ -24,8 +24,9 @@ type mountSpec struct {
 }
 
 // initSpec is what the init helper sets up before it executes the container's
-// command. The helper starts in fresh mount, UTS and IPC namespaces and in the pod's
-// network namespace; everything else it does itself.
+// command. The helper starts in fresh mount, UTS and IPC namespaces, in the pod's
+// network namespace and in its PID namespace (pidns.go); everything else it does
+// itself.
 type initSpec struct {
 	Root         string      `json:"root"`
 	Scratch      string      `json:"scratch"`
@@ -45,6 +46,10 @@ type initSpec struct {
 }
 
 func init() {
+	if dir := os.Getenv(pauseEnv); dir != "" {
+		runPause(dir)
+		os.Exit(0)
+	}
 	path := os.Getenv(initEnv)
 	if path == "" {
 		return

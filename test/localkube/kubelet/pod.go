@@ -52,6 +52,7 @@ type podWorker struct {
 	volumesAt  time.Time
 	lastStatus *corev1.PodStatus
 	tornDown   bool
+	attach     attachWait // while a volume is attached to another node
 }
 
 func (w *podWorker) update(pod *corev1.Pod, gone bool) {
@@ -168,11 +169,9 @@ func (w *podWorker) sync(ctx context.Context) bool {
 	pod, gone := w.latest()
 	w.collectExits()
 	if gone || pod.DeletionTimestamp != nil {
-		grace := time.Duration(0)
-		if !gone && pod.DeletionGracePeriodSeconds != nil {
-			grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
-		}
-		w.terminate(grace)
+		// The last object seen says the grace period: a force delete reaches the
+		// kubelet as deletionGracePeriodSeconds 0 just before the object goes.
+		w.terminate(podKillGrace(pod, nil))
 		w.teardown()
 		w.cleanupDisk()
 		if !gone {
@@ -199,6 +198,10 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		return false
 	}
 	if !w.sandboxReady {
+		if w.attachBlocked(ctx, pod) {
+			w.writeStatus(ctx, pod)
+			return false
+		}
 		if err := w.setupSandbox(ctx, pod); err != nil {
 			w.log.Warn().Err(err).Msg("set up pod sandbox")
 			w.writeStatus(ctx, pod)
@@ -220,39 +223,11 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		w.log.Warn().Err(err).Msg("refresh volumes")
 	}
 	now := time.Now()
-	p := decide(&pod.Spec, w.observedMap(), now, w.k.backoff)
+	p := decide(&pod.Spec, w.observedMap(), now)
 	for _, name := range p.Start {
 		w.startContainer(ctx, pod, name)
 	}
-	// Waiting reasons of containers in back-off.
-	for _, c := range allContainers(pod) {
-		x := w.ctrs[c.Name]
-		if x == nil || x.obs.Running || x.obs.Current == nil {
-			continue
-		}
-		if retriedEachPass(x.obs.WaitReason) {
-			continue
-		}
-		policy := pod.Spec.RestartPolicy
-		plainInit := isInit(pod, c.Name) && !isSidecar(c)
-		switch {
-		case isSidecar(c):
-			policy = corev1.RestartPolicyAlways
-			if appsFinished(&pod.Spec, w.observedMap()) {
-				continue
-			}
-		case plainInit && policy == corev1.RestartPolicyAlways:
-			policy = corev1.RestartPolicyOnFailure
-		}
-		if wantsRestart(policy, x.obs.Current) && (!plainInit || x.obs.Current.ExitCode != 0) {
-			if x.obs.WaitReason != "CrashLoopBackOff" {
-				w.k.events.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", c.Name, pod.Name, pod.Namespace, pod.UID)
-			}
-			x.obs.WaitReason = "CrashLoopBackOff"
-			x.obs.WaitMessage = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
-				crashBackoff(w.k.backoff, x.obs.RestartCount), c.Name, pod.Name, pod.Namespace, pod.UID)
-		}
-	}
+	w.markBackOff(pod, p.BackOff)
 	for _, c := range allContainers(pod) {
 		x := w.ctrs[c.Name]
 		if x == nil || !x.adopted || x.proc == nil {
@@ -274,7 +249,7 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		// The app containers are done for good: their sidecars stop too.
 		for _, c := range pod.Spec.InitContainers {
 			if x := w.ctrs[c.Name]; x != nil && x.proc != nil && isSidecar(&c) {
-				stopProcess(x.proc, gracePeriod(pod))
+				stopProcess(x.proc, containerKillGrace(gracePeriod(pod), 0))
 			}
 		}
 		w.collectExits()
@@ -286,6 +261,26 @@ func (w *podWorker) sync(ctx context.Context) bool {
 		w.tornDown = true
 	}
 	return false
+}
+
+// markBackOff shows CrashLoopBackOff on exactly the containers that wait in
+// back-off, as a kubelet's reason cache does: a container restarted at once
+// never shows it, and one let through loses it.
+func (w *podWorker) markBackOff(pod *corev1.Pod, held map[string]time.Duration) {
+	for name, x := range w.ctrs {
+		d, waiting := held[name]
+		if !waiting {
+			if x.obs.WaitReason == "CrashLoopBackOff" {
+				x.obs.WaitReason, x.obs.WaitMessage = "", ""
+			}
+			continue
+		}
+		if x.obs.WaitReason != "CrashLoopBackOff" {
+			w.k.events.Eventf(pod, corev1.EventTypeWarning, "BackOff", "Back-off restarting failed container %s in pod %s_%s(%s)", name, pod.Name, pod.Namespace, pod.UID)
+		}
+		x.obs.WaitReason = "CrashLoopBackOff"
+		x.obs.WaitMessage = fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)", d, name, pod.Name, pod.Namespace, pod.UID)
+	}
 }
 
 func allContainers(pod *corev1.Pod) []*corev1.Container {

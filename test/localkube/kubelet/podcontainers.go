@@ -58,6 +58,9 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 		return
 	}
 	restarted := x.obs.Current != nil
+	if restarted && !x.obs.Rerun {
+		x.obs.Backoff = w.k.backoff.next(x.obs.Backoff, x.obs.Current.FinishedAt, time.Now())
+	}
 	if restarted {
 		x.obs.RestartCount++
 		l.LogPath = w.logPath(name, x.obs.RestartCount)
@@ -112,7 +115,7 @@ func (w *podWorker) startContainer(ctx context.Context, pod *corev1.Pod, name st
 		// Like a kubelet, the pod worker waits for postStart; a failure kills the
 		// container and the restart policy decides.
 		if !w.runHook(pod, c, p, c.Lifecycle.PostStart, gracePeriod(pod), "PostStart") {
-			stopProcess(p, gracePeriod(pod))
+			stopProcess(p, containerKillGrace(gracePeriod(pod), 0))
 		}
 	}
 	w.log.Info().Str("container", name).Int("pid", p.pid).Int32("restartCount", x.obs.RestartCount).Msg("container started")
@@ -219,6 +222,12 @@ func (w *podWorker) prepare(pod *corev1.Pod, c *corev1.Container, x *ctr) (launc
 	} else {
 		l.Netns = filepath.Join(w.dir, "netns")
 	}
+	l.PID = podPIDMode(&pod.Spec)
+	if l.PID == pidPod {
+		if l.PausePID, err = w.ensurePause(); err != nil {
+			return launch{}, err
+		}
+	}
 	return l, nil
 }
 
@@ -231,7 +240,9 @@ func hasEnv(env []envVar, name string) bool {
 	return false
 }
 
-// terminate stops every container: SIGTERM to each process group, SIGKILL after grace.
+// terminate stops every container: its preStop hook, SIGTERM to its process
+// group, SIGKILL after what is left of grace (podKillGrace), never sooner than
+// minKillGrace after SIGTERM.
 func (w *podWorker) terminate(grace time.Duration) {
 	pod, _ := w.latest()
 	start := time.Now()
@@ -273,11 +284,7 @@ func (w *podWorker) stopContainers(pod *corev1.Pod, grace time.Duration, which f
 				if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil {
 					w.runHook(pod, spec, p, spec.Lifecycle.PreStop, grace, "PreStop")
 				}
-				left := grace - time.Since(start)
-				if left < 0 {
-					left = 0
-				}
-				stopProcess(p, left)
+				stopProcess(p, containerKillGrace(grace, time.Since(start)))
 			}(c.proc)
 		}
 	}
@@ -372,9 +379,5 @@ func (w *podWorker) killForRestart(pod *corev1.Pod, c *corev1.Container, p *proc
 	if c.Lifecycle != nil && c.Lifecycle.PreStop != nil {
 		w.runHook(pod, c, p, c.Lifecycle.PreStop, grace, "PreStop")
 	}
-	left := grace - time.Since(start)
-	if left < 0 {
-		left = 0
-	}
-	stopProcess(p, left)
+	stopProcess(p, containerKillGrace(grace, time.Since(start)))
 }

@@ -159,8 +159,10 @@ func (w *podWorker) refreshVolumes(pod *corev1.Pod, force bool) error {
 	return nil
 }
 
-// teardown removes the pod's network: veth, namespace pin and address lease.
+// teardown removes the pod's sandbox: its pause process, veth, network namespace
+// pin and address lease.
 func (w *podWorker) teardown() {
+	stopPause(w.dir)
 	m, _ := readPodMeta(w.dir)
 	if err := teardownNetwork(w.dir, m.Veth); err != nil {
 		w.log.Warn().Err(err).Msg("tear down network")

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -305,7 +306,7 @@ func httpProbe(ctx context.Context, url string, headers []corev1.HTTPHeader) (bo
 }
 
 // containerCommand prepares a command that runs inside a running container: in its
-// mount, UTS, IPC and network namespaces, its root, as its user, with its
+// mount, UTS, IPC, network and PID namespaces, its root, as its user, with its
 // environment and working directory (nsenter does the joining, which a
 // multi-threaded Go process cannot do for a mount namespace).
 func containerCommand(ctx context.Context, containerDir string, pid int, argv []string) (*exec.Cmd, error) {
@@ -324,7 +325,9 @@ func containerCommand(ctx context.Context, containerDir string, pid int, argv []
 	if wd == "" {
 		wd = "/"
 	}
-	args := []string{"--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--root", "--wdns=" + wd}
+	// --pid: the command runs in the container's PID namespace (nsenter forks
+	// it there), so it sees and signals the container's processes only.
+	args := []string{"--target", strconv.Itoa(pid), "--mount", "--uts", "--ipc", "--net", "--pid", "--root", "--wdns=" + wd}
 	if s.UID != 0 || s.GID != 0 {
 		args = append(args, "--setuid", strconv.Itoa(int(s.UID)), "--setgid", strconv.Itoa(int(s.GID)))
 	}
@@ -334,6 +337,11 @@ func containerCommand(ctx context.Context, containerDir string, pid int, argv []
 	args = append(args, argv[1:]...)
 	cmd := exec.CommandContext(ctx, "nsenter", args...)
 	cmd.Env = s.Env
+	// A group of its own, ended whole on timeout: the command nsenter forked into
+	// the container must not outlive it there (runWithTTY makes it a session,
+	// which is a group too).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	return cmd, nil
 }

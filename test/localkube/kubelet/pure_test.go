@@ -146,7 +146,6 @@ func term(code int32, finished time.Time) *termination {
 
 func TestDecide(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
-	base := 10 * time.Second
 	spec := func(policy corev1.RestartPolicy, inits ...string) *corev1.PodSpec {
 		s := &corev1.PodSpec{RestartPolicy: policy, Containers: []corev1.Container{{Name: "app"}}}
 		for _, n := range inits {
@@ -154,57 +153,153 @@ func TestDecide(t *testing.T) {
 		}
 		return s
 	}
+	// entry is a back-off entry of delay d whose last restart was let through at
+	// the given time.
+	entry := func(d time.Duration, updated time.Time) restartBackoff {
+		return restartBackoff{Delay: d, Updated: updated}
+	}
 	for _, tc := range []struct {
 		name      string
 		spec      *corev1.PodSpec
 		obs       map[string]*observed
 		wantStart []string
 		wantWake  time.Time
+		wantHeld  map[string]time.Duration
 	}{
-		{"fresh pod starts app", spec(corev1.RestartPolicyAlways), nil, []string{"app"}, time.Time{}},
-		{"first init first", spec(corev1.RestartPolicyAlways, "i1", "i2"), nil, []string{"i1"}, time.Time{}},
+		{"fresh pod starts app", spec(corev1.RestartPolicyAlways), nil, []string{"app"}, time.Time{}, nil},
+		{"first init first", spec(corev1.RestartPolicyAlways, "i1", "i2"), nil, []string{"i1"}, time.Time{}, nil},
 		{"waits for running init", spec(corev1.RestartPolicyAlways, "i1", "i2"),
-			map[string]*observed{"i1": {Running: true}}, nil, time.Time{}},
+			map[string]*observed{"i1": {Running: true}}, nil, time.Time{}, nil},
 		{"next init after success", spec(corev1.RestartPolicyAlways, "i1", "i2"),
-			map[string]*observed{"i1": {Current: term(0, now)}}, []string{"i2"}, time.Time{}},
+			map[string]*observed{"i1": {Current: term(0, now)}}, []string{"i2"}, time.Time{}, nil},
 		{"app after all inits", spec(corev1.RestartPolicyAlways, "i1"),
-			map[string]*observed{"i1": {Current: term(0, now)}}, []string{"app"}, time.Time{}},
+			map[string]*observed{"i1": {Current: term(0, now)}}, []string{"app"}, time.Time{}, nil},
+		{"first init failure retried at once", spec(corev1.RestartPolicyAlways, "i1"),
+			map[string]*observed{"i1": {Current: term(1, now)}}, []string{"i1"}, time.Time{}, nil},
 		{"failed init backs off", spec(corev1.RestartPolicyAlways, "i1"),
-			map[string]*observed{"i1": {Current: term(1, now)}}, nil, now.Add(10 * time.Second)},
+			map[string]*observed{"i1": {RestartCount: 1, Current: term(1, now), Backoff: entry(10*time.Second, now.Add(-time.Second))}},
+			nil, now.Add(10 * time.Second), map[string]time.Duration{"i1": 10 * time.Second}},
 		{"failed init retried after back-off", spec(corev1.RestartPolicyOnFailure, "i1"),
-			map[string]*observed{"i1": {Current: term(1, now.Add(-11*time.Second))}}, []string{"i1"}, time.Time{}},
+			map[string]*observed{"i1": {Current: term(1, now.Add(-11*time.Second)), Backoff: entry(10*time.Second, now.Add(-12*time.Second))}},
+			[]string{"i1"}, time.Time{}, nil},
 		{"failed init under Never stops", spec(corev1.RestartPolicyNever, "i1"),
-			map[string]*observed{"i1": {Current: term(1, now.Add(-time.Hour))}}, nil, time.Time{}},
-		{"running app untouched", spec(corev1.RestartPolicyAlways), map[string]*observed{"app": {Running: true}}, nil, time.Time{}},
+			map[string]*observed{"i1": {Current: term(1, now.Add(-time.Hour))}}, nil, time.Time{}, nil},
+		{"running app untouched", spec(corev1.RestartPolicyAlways), map[string]*observed{"app": {Running: true}}, nil, time.Time{}, nil},
+		{"first exit restarts at once", spec(corev1.RestartPolicyAlways),
+			map[string]*observed{"app": {Current: term(1, now)}}, []string{"app"}, time.Time{}, nil},
 		{"always restarts success after back-off", spec(corev1.RestartPolicyAlways),
-			map[string]*observed{"app": {Current: term(0, now.Add(-10*time.Second))}}, []string{"app"}, time.Time{}},
-		{"back-off doubles", spec(corev1.RestartPolicyAlways),
-			map[string]*observed{"app": {RestartCount: 2, Current: term(1, now.Add(-30*time.Second))}}, nil, now.Add(10 * time.Second)},
+			map[string]*observed{"app": {Current: term(0, now.Add(-10*time.Second)), Backoff: entry(10*time.Second, now.Add(-15*time.Second))}},
+			[]string{"app"}, time.Time{}, nil},
+		{"second exit waits the entry's delay", spec(corev1.RestartPolicyAlways),
+			map[string]*observed{"app": {RestartCount: 1, Current: term(1, now.Add(-3*time.Second)), Backoff: entry(10*time.Second, now.Add(-5*time.Second))}},
+			nil, now.Add(7 * time.Second), map[string]time.Duration{"app": 10 * time.Second}},
+		{"back-off doubled", spec(corev1.RestartPolicyAlways),
+			map[string]*observed{"app": {RestartCount: 3, Current: term(1, now.Add(-30*time.Second)), Backoff: entry(40*time.Second, now.Add(-31*time.Second))}},
+			nil, now.Add(10 * time.Second), map[string]time.Duration{"app": 40 * time.Second}},
+		{"ran over 10 min: at once again", spec(corev1.RestartPolicyAlways),
+			map[string]*observed{"app": {RestartCount: 7, Current: term(1, now), Backoff: entry(5*time.Minute, now.Add(-10*time.Minute-time.Second))}},
+			[]string{"app"}, time.Time{}, nil},
 		{"onFailure keeps success", spec(corev1.RestartPolicyOnFailure),
-			map[string]*observed{"app": {Current: term(0, now.Add(-time.Hour))}}, nil, time.Time{}},
+			map[string]*observed{"app": {Current: term(0, now.Add(-time.Hour))}}, nil, time.Time{}, nil},
 		{"onFailure restarts failure", spec(corev1.RestartPolicyOnFailure),
-			map[string]*observed{"app": {Current: term(2, now.Add(-time.Hour))}}, []string{"app"}, time.Time{}},
+			map[string]*observed{"app": {Current: term(2, now.Add(-time.Hour))}}, []string{"app"}, time.Time{}, nil},
 		{"never restarts nothing", spec(corev1.RestartPolicyNever),
-			map[string]*observed{"app": {Current: term(2, now.Add(-time.Hour))}}, nil, time.Time{}},
+			map[string]*observed{"app": {Current: term(2, now.Add(-time.Hour))}}, nil, time.Time{}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			obs := tc.obs
 			if obs == nil {
 				obs = map[string]*observed{}
 			}
-			p := decide(tc.spec, obs, now, base)
-			if !reflect.DeepEqual(p.Start, tc.wantStart) || !p.Wake.Equal(tc.wantWake) {
-				t.Fatalf("plan %+v, want start %v wake %v", p, tc.wantStart, tc.wantWake)
+			p := decide(tc.spec, obs, now)
+			if !reflect.DeepEqual(p.Start, tc.wantStart) || !p.Wake.Equal(tc.wantWake) || !reflect.DeepEqual(p.BackOff, tc.wantHeld) {
+				t.Fatalf("plan %+v, want start %v wake %v back-off %v", p, tc.wantStart, tc.wantWake, tc.wantHeld)
 			}
 		})
 	}
 }
 
-func TestCrashBackoff(t *testing.T) {
-	for restarts, want := range map[int32]time.Duration{0: 10 * time.Second, 1: 20 * time.Second, 3: 80 * time.Second, 5: 5 * time.Minute, 50: 5 * time.Minute} {
-		if got := crashBackoff(10*time.Second, restarts); got != want {
-			t.Errorf("crashBackoff(%d) = %v, want %v", restarts, got, want)
+// A container that crashes every 2 s is restarted as a kubelet restarts it: at once,
+// then after 10 s, 20 s, 40 s … capped at 5 min; a run of over 10 min starts the
+// sequence over.
+func TestCrashLoopBackOffSequence(t *testing.T) {
+	pol := newBackoffPolicy(0, 0)
+	spec := &corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{Name: "app"}}}
+	t0 := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	o := &observed{}
+	// run lets the container run for d from start, then has decide find when it
+	// starts again; it returns the wait after the exit and the next start.
+	run := func(start time.Time, d time.Duration) (time.Duration, time.Time) {
+		finished := start.Add(d)
+		o.Running, o.Current = false, &termination{ExitCode: 1, FinishedAt: finished}
+		now := finished
+		for i := 0; i < 1000; i++ {
+			p := decide(spec, map[string]*observed{"app": o}, now)
+			if len(p.Start) == 1 {
+				o.Backoff = pol.next(o.Backoff, finished, now)
+				o.Running, o.Current = true, nil
+				return now.Sub(finished), now
+			}
+			if p.BackOff["app"] != o.Backoff.Delay || p.Wake.IsZero() {
+				t.Fatalf("held %v wake %v: want the entry's delay %v and a wake time", p.BackOff, p.Wake, o.Backoff.Delay)
+			}
+			now = p.Wake
 		}
+		t.Fatal("never restarted")
+		return 0, time.Time{}
+	}
+	start := t0
+	var waits []time.Duration
+	for i := 0; i < 9; i++ {
+		var w time.Duration
+		w, start = run(start, 2*time.Second)
+		waits = append(waits, w)
+	}
+	want := []time.Duration{0, 10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second,
+		160 * time.Second, 5 * time.Minute, 5 * time.Minute, 5 * time.Minute}
+	if !reflect.DeepEqual(waits, want) {
+		t.Fatalf("waits %v, want %v", waits, want)
+	}
+	// The entry is garbage-collected 600 s after the restart it let through: after
+	// a run of 9 min the 5 min wait ends at that point, and the sequence starts over.
+	w, start := run(start, 9*time.Minute)
+	if w != time.Minute+time.Second {
+		t.Fatalf("after a 9 min run: wait %v, want 1m1s (the entry is collected 10 min after the restart)", w)
+	}
+	if w, start = run(start, 2*time.Second); w != 10*time.Second {
+		t.Fatalf("the exit after that waits %v, want the initial 10s", w)
+	}
+	if w, start = run(start, 10*time.Minute+time.Second); w != 0 {
+		t.Fatalf("after a run over 10 min: wait %v, want an immediate restart", w)
+	}
+	if w, _ = run(start, time.Second); w != 10*time.Second {
+		t.Fatalf("the exit after that waits %v, want the initial 10s", w)
+	}
+}
+
+func TestBackoffPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		initial, max time.Duration
+		want         backoffPolicy
+	}{
+		{0, 0, backoffPolicy{10 * time.Second, 5 * time.Minute}},
+		{time.Second, 0, backoffPolicy{time.Second, 5 * time.Minute}},
+		{10 * time.Second, 5 * time.Second, backoffPolicy{5 * time.Second, 5 * time.Second}},
+	} {
+		if got := newBackoffPolicy(tc.initial, tc.max); got != tc.want {
+			t.Errorf("newBackoffPolicy(%v, %v) = %+v, want %+v", tc.initial, tc.max, got, tc.want)
+		}
+	}
+	// An entry whose run began long ago is garbage-collected 600 s after its last
+	// update: a container waiting in back-off is let through then.
+	upd := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	b := restartBackoff{Delay: 5 * time.Minute, Updated: upd}
+	finished := upd.Add(9 * time.Minute)
+	if got, want := b.restartAt(finished), upd.Add(10*time.Minute+time.Second); !got.Equal(want) {
+		t.Fatalf("restartAt %v, want %v (the GC removes the entry)", got, want)
+	}
+	if got := (backoffPolicy{10 * time.Second, 5 * time.Minute}).next(b, finished, upd.Add(10*time.Minute+time.Second)); got.Delay != 10*time.Second {
+		t.Fatalf("next after GC %+v, want the initial delay", got)
 	}
 }
 
@@ -582,7 +677,7 @@ func TestDecideSidecars(t *testing.T) {
 			"side": {Current: term(1, now.Add(-time.Minute))}, "setup": {Current: term(0, now)}, "app": {Current: term(0, now)}}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := decide(spec, tc.obs, now, 10*time.Second)
+			p := decide(spec, tc.obs, now)
 			if !reflect.DeepEqual(p.Start, tc.start) {
 				t.Fatalf("start %v, want %v", p.Start, tc.start)
 			}

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 )
 
 // Kubelet serves one Node: it owns the pod workers of the pods bound to it.
@@ -36,7 +37,7 @@ type Kubelet struct {
 	images  *imageTable
 	imgDirs map[string]string
 	net     podNetwork
-	backoff time.Duration
+	backoff backoffPolicy
 	self    string
 	dir     string // Dir/nodes/NODE
 
@@ -50,6 +51,11 @@ type Kubelet struct {
 	// events records what happens to pods as a kubelet does (Created, Started,
 	// Killing, BackOff, Unhealthy, Failed), for `kubectl describe` and the operator.
 	events record.EventRecorder
+
+	// attachAPI reads pods, claims and volumes for the attach/detach controller's
+	// decision (attach.go); attachEvents sends its Events, as that controller.
+	attachAPI    kubernetes.Interface
+	attachEvents record.EventRecorder
 }
 
 // Run registers the Node, keeps it alive and runs the pods bound to it until ctx
@@ -75,6 +81,17 @@ func Run(ctx context.Context, cfg Config, log zerolog.Logger) error {
 	k, err := newKubelet(cfg, cs, log)
 	if err != nil {
 		return err
+	}
+	if cfg.AttachKubeconfig != "" {
+		arc, err := clientcmd.BuildConfigFromFlags("", cfg.AttachKubeconfig)
+		if err != nil {
+			return fmt.Errorf("attachKubeconfig: %w", err)
+		}
+		arc.Timeout = 30 * time.Second
+		arc.UserAgent = "localkube-kubelet/" + cfg.NodeName + "/attachdetach"
+		if k.attachAPI, err = kubernetes.NewForConfig(arc); err != nil {
+			return err
+		}
 	}
 	return k.run(ctx)
 }
@@ -106,12 +123,18 @@ func newKubelet(cfg Config, cs kubernetes.Interface, log zerolog.Logger) (*Kubel
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	backoff := 10 * time.Second
+	var initial, maxDelay time.Duration
 	if cfg.CrashLoopBackOff != "" {
-		if backoff, err = time.ParseDuration(cfg.CrashLoopBackOff); err != nil {
+		if initial, err = time.ParseDuration(cfg.CrashLoopBackOff); err != nil {
 			return nil, fmt.Errorf("crashLoopBackOff: %w", err)
 		}
 	}
+	if cfg.CrashLoopBackOffMax != "" {
+		if maxDelay, err = time.ParseDuration(cfg.CrashLoopBackOffMax); err != nil {
+			return nil, fmt.Errorf("crashLoopBackOffMax: %w", err)
+		}
+	}
+	backoff := newBackoffPolicy(initial, maxDelay)
 	k := &Kubelet{
 		cfg: cfg, log: log, cs: cs, ipam: a, images: table, imgDirs: imgDirs,
 		net:     podNetwork{Bridge: cfg.Bridge, Gateway: gw, PrefixLen: cfg.bridgePrefixLen()},
@@ -119,7 +142,9 @@ func newKubelet(cfg Config, cs kubernetes.Interface, log zerolog.Logger) (*Kubel
 		workers: map[types.UID]*podWorker{},
 	}
 	k.api = &liveAPI{cs: cs}
+	k.attachAPI = cs
 	k.events = &record.FakeRecorder{} // discards; run sets the real one
+	k.attachEvents = &record.FakeRecorder{}
 	return k, nil
 }
 
@@ -153,6 +178,7 @@ func (k *Kubelet) run(ctx context.Context) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: k.cs.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	k.events = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: k.cfg.NodeName})
+	k.attachEvents = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "attachdetach-controller"})
 	go heartbeat(ctx, k.cs, k.cfg, node, k.log)
 
 	srvErr := make(chan error, 1)
@@ -261,7 +287,8 @@ func (k *Kubelet) removeOrphans(store cache.Store) {
 		w := &podWorker{k: k, uid: e.Name(), dir: dir, ctrs: map[string]*ctr{},
 			log: k.log.With().Str("uid", e.Name()).Logger()}
 		w.recover()
-		w.terminate(0)
+		// As a kubelet cleans up a runtime pod it had not seen: grace override 1 s.
+		w.terminate(podKillGrace(nil, ptr.To(int64(1))))
 		w.teardown()
 		w.cleanupDisk()
 		k.log.Info().Str("uid", e.Name()).Msg("removed orphaned pod")
