@@ -90,7 +90,10 @@ func TestChaosShort(t *testing.T) {
 	if err := WriteReport(report, h, v); err != nil {
 		t.Error(err)
 	}
-	t.Logf("report in %s", report)
+	t.Logf("report in %s; %s", report, tally(h))
+	for _, d := range h.Deletions {
+		t.Logf("pod deletion %+v", d)
+	}
 	for _, f := range h.Faults {
 		if !f.Happened {
 			t.Logf("fault %d %s did not happen: %s", f.ID, f.Kind, f.Evidence)
@@ -142,4 +145,34 @@ func TestLeaseOperatorDown(t *testing.T) {
 	if l.holder() != "b" {
 		t.Errorf("holder %q, want b", l.holder())
 	}
+}
+
+// tally counts what a history holds, for the test log.
+func tally(h *History) string {
+	out := map[Outcome]int{}
+	kinds := map[OpKind]int{}
+	for _, o := range h.Ops {
+		out[o.Outcome]++
+		kinds[o.Kind]++
+	}
+	errs := 0
+	for _, s := range h.Members {
+		if s.Error != "" {
+			errs++
+		}
+	}
+	happened := 0
+	for _, f := range h.Faults {
+		if f.Happened {
+			happened++
+		}
+	}
+	present := 0
+	for _, f := range h.Final {
+		present += len(f.Present)
+	}
+	return fmt.Sprintf("ops %d (ok %d, failed %d, unknown %d; inserts %d, writes %d, reads %d); member samples %d (%d unanswered); "+
+		"phase samples %d; faults %d (%d happened); pod deletions %d; forced reconfigs %d; present ids %d; logs %d; secrets %d",
+		len(h.Ops), out[OK], out[Failed], out[Unknown], kinds[Insert], kinds[Write], kinds[Read], len(h.Members), errs,
+		len(h.Phases), len(h.Faults), happened, len(h.Deletions), len(h.Forced), present, len(h.Logs), len(h.Secrets))
 }

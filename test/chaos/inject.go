@@ -251,7 +251,7 @@ func (r *run) partition(ctx context.Context, f *Fault, t *target, s Step) error 
 	deadline := time.Now().Add(s.Hold)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if seen == "" && s.Kind == PartitionMinority {
-			seen = r.unreachableFromPrimary(ctx, t, host)
+			seen = r.isolationSeen(ctx, t, host)
 		}
 		sleep(ctx, time.Second)
 	}
@@ -286,14 +286,23 @@ func (r *run) steppedDown(t *target, host string, from, to time.Time) string {
 	return ""
 }
 
-// unreachableFromPrimary asks the primary's replSetGetStatus whether it sees
-// host unhealthy; it returns that finding, or "".
-func (r *run) unreachableFromPrimary(ctx context.Context, t *target, host string) string {
+// isolationSeen asks the primary whether it sees host unhealthy, and host
+// whether it sees the primary unhealthy; it returns the first such finding, or "".
+func (r *run) isolationSeen(ctx context.Context, t *target, host string) string {
 	primary, err := r.member(ctx, t, RolePrimary)
 	if err != nil || primary == host {
 		return ""
 	}
-	c, err := t.memberClient(primary)
+	if seen := unhealthyFrom(ctx, t, primary, host); seen != "" {
+		return seen
+	}
+	return unhealthyFrom(ctx, t, host, primary)
+}
+
+// unhealthyFrom asks observer's replSetGetStatus whether it sees host with
+// health 0.
+func unhealthyFrom(ctx context.Context, t *target, observer, host string) string {
+	c, err := t.memberClient(observer)
 	if err != nil {
 		return ""
 	}
@@ -306,9 +315,9 @@ func (r *run) unreachableFromPrimary(ctx context.Context, t *target, host string
 	defer cancel()
 	var st struct {
 		Members []struct {
-			Name     string `bson:"name"`
-			Health   int    `bson:"health"`
-			StateStr string `bson:"stateStr"`
+			Name     string  `bson:"name"`
+			Health   float64 `bson:"health"`
+			StateStr string  `bson:"stateStr"`
 		} `bson:"members"`
 	}
 	if err := c.Database("admin").RunCommand(cctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil {
@@ -316,7 +325,7 @@ func (r *run) unreachableFromPrimary(ctx context.Context, t *target, host string
 	}
 	for _, m := range st.Members {
 		if m.Name == host && m.Health == 0 {
-			return fmt.Sprintf("primary %s saw %s health 0 (%s) at %s", primary, host, m.StateStr, time.Now().Format(time.RFC3339Nano))
+			return fmt.Sprintf("%s saw %s health 0 (%s) at %s", observer, host, m.StateStr, time.Now().Format(time.RFC3339Nano))
 		}
 	}
 	return ""
@@ -366,7 +375,7 @@ func (r *run) restartControlPlane(ctx context.Context, f *Fault) error {
 	f.Healed = time.Now()
 	after := firstField(pidPath)
 	f.Happened = err == nil && before != "" && after != "" && before != after
-	f.Evidence = fmt.Sprintf("%s; kube-apiserver pid %s → %s", ev, before, after)
+	f.Evidence = fmt.Sprintf("%s; pid file of kube-apiserver %s → %s", ev, before, after)
 	return err
 }
 

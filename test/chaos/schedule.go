@@ -77,7 +77,7 @@ func plan(r *rand.Rand, kind FaultKind, clusters int) Step {
 	case PartitionMinority:
 		// Past the heartbeat timeout (10 s, as the election timeout), so the
 		// primary declares the isolated secondary down.
-		s.Target, s.Hold = RoleSecondary, electionTimeout+between(r, time.Second, 5*time.Second)
+		s.Target, s.Hold = RoleSecondary, electionTimeout+between(r, 3*time.Second, 5*time.Second)
 	case NodeDown:
 		s.Target, s.Hold = RoleAny, between(r, 5*time.Second, 15*time.Second)
 	case KillOperatorLeader, RestartControlPlane:
