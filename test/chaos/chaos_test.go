@@ -167,12 +167,19 @@ func tally(h *History) string {
 			happened++
 		}
 	}
-	present := 0
+	present, lost := 0, 0
+	byCluster := map[string]Final{}
 	for _, f := range h.Final {
 		present += len(f.Present)
+		byCluster[f.Cluster] = f
+	}
+	for _, o := range h.Ops {
+		if o.Kind == Insert && o.Outcome == OK && !byCluster[o.Cluster].Present[o.Value] {
+			lost++
+		}
 	}
 	return fmt.Sprintf("ops %d (ok %d, failed %d, unknown %d; inserts %d, writes %d, reads %d); member samples %d (%d unanswered); "+
-		"phase samples %d; faults %d (%d happened); pod deletions %d; forced reconfigs %d; present ids %d; logs %d; secrets %d",
+		"phase samples %d; faults %d (%d happened); pod deletions %d; forced reconfigs %d; present ids %d, acknowledged but absent %d; logs %d; secrets %d",
 		len(h.Ops), out[OK], out[Failed], out[Unknown], kinds[Insert], kinds[Write], kinds[Read], len(h.Members), errs,
-		len(h.Phases), len(h.Faults), happened, len(h.Deletions), len(h.Forced), present, len(h.Logs), len(h.Secrets))
+		len(h.Phases), len(h.Faults), happened, len(h.Deletions), len(h.Forced), present, lost, len(h.Logs), len(h.Secrets))
 }

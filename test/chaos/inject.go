@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
@@ -249,6 +252,10 @@ func (r *run) partition(ctx context.Context, f *Fault, t *target, s Step) error 
 	}
 	seen := ""
 	deadline := time.Now().Add(s.Hold)
+	sleep(ctx, 2*time.Second)
+	if cut := r.cutOff(ctx, t, podOf(host), from); cut != "" {
+		seen = cut
+	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if seen == "" && s.Kind == PartitionMinority {
 			seen = r.isolationSeen(ctx, t, host)
@@ -263,7 +270,7 @@ func (r *run) partition(ctx context.Context, f *Fault, t *target, s Step) error 
 	switch {
 	case derr == nil:
 		f.Happened, f.Evidence = drops > 0, fmt.Sprintf("%d packets dropped by %s", drops, tag)
-	case s.Kind == PartitionPrimary:
+	case s.Kind == PartitionPrimary && seen == "":
 		seen = r.steppedDown(t, host, f.Start, f.Healed)
 		f.Happened, f.Evidence = seen != "", "no drop counter ("+derr.Error()+"); "+seen
 	default:
@@ -284,6 +291,39 @@ func (r *run) steppedDown(t *target, host string, from, to time.Time) string {
 		}
 	}
 	return ""
+}
+
+// cutOff tries, from inside the isolated pod's network namespace, a TCP
+// connection to each of the other pods' mongod port; it returns the finding
+// when none connects, "" otherwise.
+func (r *run) cutOff(ctx context.Context, t *target, isolated string, others []string) string {
+	pids, err := kubelet.PodProcesses(r.cfg.Dir, t.ns, isolated)
+	if err != nil || len(pids) == 0 {
+		return ""
+	}
+	var ips []string
+	for _, o := range others {
+		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		p, err := r.kube.CoreV1().Pods(t.ns).Get(gctx, o, metav1.GetOptions{})
+		cancel()
+		if err != nil || p.Status.PodIP == "" {
+			return ""
+		}
+		ips = append(ips, p.Status.PodIP)
+	}
+	for _, ip := range ips {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		probe := fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", ip, v1alpha1.MongoPort)
+		err := exec.CommandContext(cctx, "nsenter", "-t", strconv.Itoa(pids[0]), "-n", "timeout", "2", "bash", "-c", probe).Run()
+		cancel()
+		// Only a connection attempt that hung until timeout's 124 shows
+		// dropped packets; a refusal or a failing nsenter shows nothing.
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() != 124 {
+			return ""
+		}
+	}
+	return fmt.Sprintf("from %s's network namespace TCP connections to %v hung (dropped)", isolated, others)
 }
 
 // isolationSeen asks the primary whether it sees host unhealthy, and host
