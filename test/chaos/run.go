@@ -318,9 +318,9 @@ func (r *run) waitMgors(ctx context.Context, name string, bound time.Duration) (
 		sleep(ctx, time.Second)
 	}
 	if last == nil {
-		return nil, fmt.Errorf("Mgors %s/%s: never read within %s", r.ns, name, bound)
+		return nil, fmt.Errorf("the Mgors %s/%s: never read within %s", r.ns, name, bound)
 	}
-	return nil, fmt.Errorf("Mgors %s/%s not Healthy within %s: phase %s, conditions %+v", r.ns, name, bound, last.Status.Phase, last.Status.Conditions)
+	return nil, fmt.Errorf("the Mgors %s/%s is not Healthy within %s: phase %s, conditions %+v", r.ns, name, bound, last.Status.Phase, last.Status.Conditions)
 }
 
 // pvcUIDs maps each member PVC of a cluster to its UID.
