@@ -34,7 +34,7 @@ func (r *run) inject(ctx context.Context, id int, s Step) Fault {
 		f.Cluster = t.key
 	}
 	r.log.Info().Int("fault", id).Str("kind", string(s.Kind)).Str("cluster", f.Cluster).Str("target", string(s.Target)).
-		Dur("hold", s.Hold).Msg("injecting")
+		Str("hold", s.Hold.String()).Msg("injecting")
 	var err error
 	switch s.Kind {
 	case KillMongod:

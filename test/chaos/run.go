@@ -190,7 +190,7 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 			Strs("targets", f.Targets).Bool("happened", f.Happened).Str("evidence", f.Evidence).Msg("fault healed")
 		if at, err := r.waitHealthy(ctx, f.Healed); err == nil {
 			f.HealthyAt = at
-			r.log.Info().Int("fault", f.ID).Dur("after", at.Sub(f.Healed)).Msg("every cluster Healthy")
+			r.log.Info().Int("fault", f.ID).Str("after", at.Sub(f.Healed).Round(time.Millisecond).String()).Msg("every cluster Healthy")
 		} else {
 			r.log.Warn().Int("fault", f.ID).Err(err).Msg("not Healthy within the bound; going on")
 		}
