@@ -25,9 +25,14 @@ import (
 const evidenceBound = 90 * time.Second
 
 // inject carries out step s as fault id: resolves its target now, injects,
-// holds, heals, and records what proves the fault happened.
-func (r *run) inject(ctx context.Context, id int, s Step) Fault {
-	f := Fault{ID: id, Kind: s.Kind, Start: time.Now()}
+// holds, heals, and records what proves the fault happened. For a kill or a
+// deletion the proof comes later (a restart, a new pod): inject then returns
+// a function that waits for it and completes the Fault, which the runner runs
+// while it waits for Healthy, so that the wait for evidence does not count as
+// time to Healthy.
+func (r *run) inject(ctx context.Context, id int, s Step) (*Fault, func()) {
+	f := &Fault{ID: id, Kind: s.Kind, Start: time.Now()}
+	var later func()
 	var t *target
 	if s.Cluster >= 0 && s.Cluster < len(r.clusters) {
 		t = r.clusters[s.Cluster]
@@ -38,19 +43,19 @@ func (r *run) inject(ctx context.Context, id int, s Step) Fault {
 	var err error
 	switch s.Kind {
 	case KillMongod:
-		err = r.killMongod(ctx, &f, t, s)
+		later, err = r.killMongod(ctx, f, t, s)
 	case DeletePod:
-		err = r.deletePod(ctx, &f, t, s)
+		later, err = r.deletePod(ctx, f, t, s)
 	case PausePrimary:
-		err = r.pausePrimary(ctx, &f, t, s)
+		err = r.pausePrimary(ctx, f, t, s)
 	case PartitionPrimary, PartitionMinority:
-		err = r.partition(ctx, &f, t, s)
+		err = r.partition(ctx, f, t, s)
 	case KillOperatorLeader:
-		err = r.killLeader(ctx, &f)
+		later, err = r.killLeader(ctx, f)
 	case RestartControlPlane:
-		err = r.restartControlPlane(ctx, &f)
+		err = r.restartControlPlane(ctx, f)
 	case NodeDown:
-		err = r.nodeDown(ctx, &f, t, s)
+		err = r.nodeDown(ctx, f, t, s)
 	default:
 		err = fmt.Errorf("unknown fault kind %q", s.Kind)
 	}
@@ -62,7 +67,7 @@ func (r *run) inject(ctx context.Context, id int, s Step) Fault {
 	if f.Healed.IsZero() {
 		f.Healed = time.Now()
 	}
-	return f
+	return f, later
 }
 
 // member picks a data member of t in role, from the latest samples (waiting
@@ -131,49 +136,50 @@ func until(ctx context.Context, bound time.Duration, cond func() bool) bool {
 }
 
 // killMongod SIGKILLs mongod in a member's pod; evidence: its restart count went up.
-func (r *run) killMongod(ctx context.Context, f *Fault, t *target, s Step) error {
+func (r *run) killMongod(ctx context.Context, f *Fault, t *target, s Step) (func(), error) {
 	host, err := r.member(ctx, t, s.Target)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pod := podOf(host)
 	f.Targets = []string{host}
 	uid, before, err := r.podState(ctx, t.ns, pod, kube.MongodContainer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	f.Start = time.Now()
 	ev, err := r.faults.Kill(ctx, t.ns, pod, kube.MongodContainer)
 	f.Healed = time.Now()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var after int32
-	var nowUID string
-	f.Happened = until(ctx, evidenceBound, func() bool {
-		u, n, err := r.podState(ctx, t.ns, pod, kube.MongodContainer)
-		nowUID, after = u, n
-		return err == nil && (n > before || u != uid)
-	})
-	f.Evidence = fmt.Sprintf("%s; mongod restartCount %d → %d", ev, before, after)
-	if nowUID != uid {
-		f.Evidence += " (pod replaced)"
-	}
-	return nil
+	return func() {
+		var after int32
+		var nowUID string
+		f.Happened = until(ctx, evidenceBound, func() bool {
+			u, n, err := r.podState(ctx, t.ns, pod, kube.MongodContainer)
+			nowUID, after = u, n
+			return err == nil && (n > before || u != uid)
+		})
+		f.Evidence = fmt.Sprintf("%s; mongod restartCount %d → %d", ev, before, after)
+		if nowUID != uid {
+			f.Evidence += " (pod replaced)"
+		}
+	}, nil
 }
 
 // deletePod force-deletes a member pod (grace 0); evidence: the pod came back
 // with another UID.
-func (r *run) deletePod(ctx context.Context, f *Fault, t *target, s Step) error {
+func (r *run) deletePod(ctx context.Context, f *Fault, t *target, s Step) (func(), error) {
 	host, err := r.member(ctx, t, s.Target)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	pod := podOf(host)
 	f.Targets = []string{host}
 	uid, _, err := r.podState(ctx, t.ns, pod, kube.MongodContainer)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	r.expectDeletion(t.ns+"/"+pod, f.ID)
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -182,16 +188,17 @@ func (r *run) deletePod(ctx context.Context, f *Fault, t *target, s Step) error 
 	err = r.kube.CoreV1().Pods(t.ns).Delete(dctx, pod, metav1.DeleteOptions{GracePeriodSeconds: new(int64)})
 	f.Healed = time.Now()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var now string
-	f.Happened = until(ctx, evidenceBound, func() bool {
-		u, _, err := r.podState(ctx, t.ns, pod, kube.MongodContainer)
-		now = u
-		return err == nil && u != uid
-	})
-	f.Evidence = fmt.Sprintf("pod %s force-deleted: uid %s → %s", pod, uid, now)
-	return nil
+	return func() {
+		var now string
+		f.Happened = until(ctx, evidenceBound, func() bool {
+			u, _, err := r.podState(ctx, t.ns, pod, kube.MongodContainer)
+			now = u
+			return err == nil && u != uid
+		})
+		f.Evidence = fmt.Sprintf("pod %s force-deleted: uid %s → %s", pod, uid, now)
+	}, nil
 }
 
 // pausePrimary SIGSTOPs the primary past the election timeout, then SIGCONTs
@@ -373,33 +380,34 @@ func unhealthyFrom(ctx context.Context, t *target, observer, host string) string
 
 // killLeader SIGKILLs the operator pod holding the Lease; evidence: its
 // restart count went up or another replica took the Lease.
-func (r *run) killLeader(ctx context.Context, f *Fault) error {
+func (r *run) killLeader(ctx context.Context, f *Fault) (func(), error) {
 	var holder string
 	until(ctx, 30*time.Second, func() bool { holder = r.leases.holder(); return holder != "" })
 	if holder == "" {
-		return errors.New("no valid holder of the leader Lease")
+		return nil, errors.New("no valid holder of the leader Lease")
 	}
 	f.Targets = []string{operatorNamespace + "/" + holder}
 	const container = "operator"
 	uid, before, err := r.podState(ctx, operatorNamespace, holder, container)
 	if err != nil {
-		return fmt.Errorf("the Lease holder %q is no operator pod: %w", holder, err)
+		return nil, fmt.Errorf("the Lease holder %q is no operator pod: %w", holder, err)
 	}
 	f.Start = time.Now()
 	ev, err := r.faults.Kill(ctx, operatorNamespace, holder, container)
 	f.Healed = time.Now()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var after int32
-	var newHolder string
-	f.Happened = until(ctx, evidenceBound, func() bool {
-		u, n, err := r.podState(ctx, operatorNamespace, holder, container)
-		after, newHolder = n, r.leases.holder()
-		return (err == nil && (n > before || u != uid)) || (newHolder != "" && newHolder != holder)
-	})
-	f.Evidence = fmt.Sprintf("%s; leader %s restartCount %d → %d, Lease holder now %q", ev, holder, before, after, newHolder)
-	return nil
+	return func() {
+		var after int32
+		var newHolder string
+		f.Happened = until(ctx, evidenceBound, func() bool {
+			u, n, err := r.podState(ctx, operatorNamespace, holder, container)
+			after, newHolder = n, r.leases.holder()
+			return (err == nil && (n > before || u != uid)) || (newHolder != "" && newHolder != holder)
+		})
+		f.Evidence = fmt.Sprintf("%s; leader %s restartCount %d → %d, Lease holder now %q", ev, holder, before, after, newHolder)
+	}, nil
 }
 
 // restartControlPlane stops and starts etcd and the API server; evidence: the

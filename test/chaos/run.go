@@ -185,16 +185,25 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 		if ctx.Err() != nil {
 			break
 		}
-		f := r.inject(ctx, i+1, s)
+		f, later := r.inject(ctx, i+1, s)
+		healed, evidence := f.Healed, make(chan struct{})
+		go func() {
+			defer close(evidence)
+			if later != nil {
+				later() // completes f's evidence; f is not read until it is done
+			}
+		}()
+		at, err := r.waitHealthy(ctx, healed)
+		<-evidence
 		r.log.Info().Int("fault", f.ID).Str("kind", string(f.Kind)).Str("cluster", f.Cluster).
 			Strs("targets", f.Targets).Bool("happened", f.Happened).Str("evidence", f.Evidence).Msg("fault healed")
-		if at, err := r.waitHealthy(ctx, f.Healed); err == nil {
+		if err == nil {
 			f.HealthyAt = at
-			r.log.Info().Int("fault", f.ID).Str("after", at.Sub(f.Healed).Round(time.Millisecond).String()).Msg("every cluster Healthy")
+			r.log.Info().Int("fault", f.ID).Str("after", at.Sub(healed).Round(time.Millisecond).String()).Msg("every cluster Healthy")
 		} else {
 			r.log.Warn().Int("fault", f.ID).Err(err).Msg("not Healthy within the bound; going on")
 		}
-		r.rec.fault(f)
+		r.rec.fault(*f)
 		sleep(ctx, s.Pause)
 	}
 	sleep(ctx, 5*time.Second)
