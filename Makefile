@@ -32,6 +32,10 @@ TEST_TIMEOUT ?= 50m
 RUN_DIR ?= $(CURDIR)/.run/localkube
 RUN_KUBECTL = KUBECONFIG=$(RUN_DIR)/kubeconfig $(RUN_DIR)/bin/kubectl
 
+# The cluster `make chaos` starts and stops, and where its report goes.
+CHAOS_DIR ?= $(CURDIR)/.run/chaos
+CHAOS_REPORT ?= $(CURDIR)/.run/chaos-report
+
 include test/localkube/localkube.mk
 include test/localkube/kubelet/kubelet.mk
 include mongo/sim/sim.mk
@@ -62,8 +66,19 @@ test: $(GOTESTSUM) deps build localkube-build kubelet-mongosh ## Run every test 
 e2e: ## Only the operator's end-to-end tests on the local cluster.
 	$(MAKE) test TEST_PKGS=./test/e2e/...
 
-chaos: ## Fault-injection tests of recovery (not written yet: the recovery issue adds them).
-	@echo "make chaos: no chaos suite exists yet; it comes with the recovery issue" >&2; exit 1
+chaos: deps build localkube-build kubelet-mongosh ## The chaos suite on a cluster of its own: CHAOS_DURATION (10m), CHAOS_SEED, CHAOS_FAULTS, CHAOS_KEEP=1 keeps the cluster.
+	@if [ -f $(RUN_DIR)/run/etcd.pid ] && kill -0 "$$(cut -d' ' -f1 $(RUN_DIR)/run/etcd.pid)" 2>/dev/null; then \
+		echo "make chaos: the cluster of 'make run' is running ($(RUN_DIR)); make down first" >&2; exit 1; fi
+	$(GO) build -o $(BIN)/ ./test/chaos/cmd/mgors-chaos
+	$(LOCALKUBE_CMD) up --dir $(CHAOS_DIR) --bin $(LOCALKUBE_BINS) --workload-bin $(BIN)
+	@status=0; \
+	LOCALKUBE_CMD=$(LOCALKUBE_CMD) CHAOS_DURATION='$(CHAOS_DURATION)' CHAOS_SEED='$(CHAOS_SEED)' CHAOS_FAULTS='$(CHAOS_FAULTS)' \
+		$(BIN)/mgors-chaos --dir $(CHAOS_DIR) --report $(CHAOS_REPORT) || status=$$?; \
+	if [ "$(CHAOS_KEEP)" = 1 ]; then \
+		echo "make chaos: the cluster stays up (CHAOS_KEEP=1): export KUBECONFIG=$(CHAOS_DIR)/kubeconfig; stop it with $(LOCALKUBE_CMD) down --dir $(CHAOS_DIR) --purge"; \
+	else $(LOCALKUBE_CMD) down --dir $(CHAOS_DIR) --purge; fi; \
+	echo "make chaos: the report is in $(CHAOS_REPORT) (raw logs in $(CHAOS_REPORT)/logs/)"; \
+	exit $$status
 
 bench: build ## Benchmarks: event-log stores, replay, mongod-sim figures. Measured, never asserted.
 	$(GO) test -run '^$$' -bench . -benchmem ./actors/... ./mongo/...
