@@ -21,10 +21,8 @@ import (
 // shortSeed is the fixed seed of the short run in `make test`.
 const shortSeed = 11
 
-// shortKinds are the kinds the short run covers. node-down joins them with the
-// fault injector: the stand-in over the harness cannot take a node down.
-var shortKinds = []FaultKind{KillMongod, DeletePod, PausePrimary, PartitionPrimary,
-	PartitionMinority, KillOperatorLeader, RestartControlPlane}
+// shortKinds are the kinds the short run covers: every one.
+var shortKinds = FaultKinds
 
 // TestChaosShort is the short chaos run of `make test`: a cluster of its own,
 // the operator with two replicas, two replica sets under load, every fault kind

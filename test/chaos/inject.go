@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/kube"
-	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/localkube/kubelet"
 )
 
@@ -259,10 +256,6 @@ func (r *run) partition(ctx context.Context, f *Fault, t *target, s Step) error 
 	}
 	seen := ""
 	deadline := time.Now().Add(s.Hold)
-	sleep(ctx, 2*time.Second)
-	if cut := r.cutOff(ctx, t, podOf(host), from); cut != "" {
-		seen = cut
-	}
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		if seen == "" && s.Kind == PartitionMinority {
 			seen = r.isolationSeen(ctx, t, host)
@@ -274,63 +267,15 @@ func (r *run) partition(ctx context.Context, f *Fault, t *target, s Step) error 
 	defer hcancel()
 	herr := r.faults.Heal(hctx, tag)
 	f.Healed = time.Now()
-	switch {
-	case derr == nil:
-		f.Happened, f.Evidence = drops > 0, fmt.Sprintf("%d packets dropped by %s", drops, tag)
-	case s.Kind == PartitionPrimary && seen == "":
-		seen = r.steppedDown(t, host, f.Start, f.Healed)
-		f.Happened, f.Evidence = seen != "", "no drop counter ("+derr.Error()+"); "+seen
-	default:
-		f.Happened, f.Evidence = seen != "", "no drop counter ("+derr.Error()+"); "+seen
+	if derr != nil {
+		f.Evidence = "no drop counter: " + derr.Error()
+		return errors.Join(herr, derr)
+	}
+	f.Happened, f.Evidence = drops > 0, fmt.Sprintf("%d packets dropped by %s", drops, tag)
+	if seen != "" {
+		f.Evidence += "; " + seen
 	}
 	return herr
-}
-
-// steppedDown says how the samples show an isolated primary lost its place,
-// "" when they do not.
-func (r *run) steppedDown(t *target, host string, from, to time.Time) string {
-	for _, m := range r.rec.samplesOf(t.key, from.Add(time.Second), to) {
-		if m.Member == host && m.Error == "" && m.State != "PRIMARY" {
-			return fmt.Sprintf("%s was %s at %s", host, m.State, m.At.Format(time.RFC3339Nano))
-		}
-		if m.Member != host && m.State == "PRIMARY" {
-			return fmt.Sprintf("%s was elected at %s", m.Member, m.At.Format(time.RFC3339Nano))
-		}
-	}
-	return ""
-}
-
-// cutOff tries, from inside the isolated pod's network namespace, a TCP
-// connection to each of the other pods' mongod port; it returns the finding
-// when none connects, "" otherwise.
-func (r *run) cutOff(ctx context.Context, t *target, isolated string, others []string) string {
-	pids, err := kubelet.PodProcesses(r.cfg.Dir, t.ns, isolated)
-	if err != nil || len(pids) == 0 {
-		return ""
-	}
-	var ips []string
-	for _, o := range others {
-		gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		p, err := r.kube.CoreV1().Pods(t.ns).Get(gctx, o, metav1.GetOptions{})
-		cancel()
-		if err != nil || p.Status.PodIP == "" {
-			return ""
-		}
-		ips = append(ips, p.Status.PodIP)
-	}
-	for _, ip := range ips {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		probe := fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", ip, v1alpha1.MongoPort)
-		err := exec.CommandContext(cctx, "nsenter", "-t", strconv.Itoa(pids[0]), "-n", "timeout", "2", "bash", "-c", probe).Run()
-		cancel()
-		// Only a connection attempt that hung until timeout's 124 shows
-		// dropped packets; a refusal or a failing nsenter shows nothing.
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || exit.ExitCode() != 124 {
-			return ""
-		}
-	}
-	return fmt.Sprintf("from %s's network namespace TCP connections to %v hung (dropped)", isolated, others)
 }
 
 // isolationSeen asks the primary whether it sees host unhealthy, and host

@@ -23,6 +23,7 @@ import (
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/kube/client"
 	"github.com/mgors/operator/test/localkube/cluster"
+	"github.com/mgors/operator/test/localkube/fault"
 )
 
 // Config is one chaos run.
@@ -43,9 +44,8 @@ type Config struct {
 	Faults Faults
 }
 
-// defaultFaults is the injector of Dir. At the merge of the fault injector this
-// becomes fault.New(dir, log).
-func defaultFaults(dir string, log zerolog.Logger) (Faults, error) { return newTmpFaults(dir, log) }
+// defaultFaults is the injector of Dir: localkube's own faults.
+func defaultFaults(dir string, log zerolog.Logger) (Faults, error) { return fault.New(dir, log) }
 
 // run is the state of one Run.
 type run struct {

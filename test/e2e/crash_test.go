@@ -77,15 +77,17 @@ func (h *hostOperator) stop() {
 // pauseInClusterOperator scales the operator deployed from deploy/ to zero for
 // the test, so that only the host operator acts on the test's clusters.
 func pauseInClusterOperator(t *testing.T, env *harness.Env) {
-	if out, err := kubectl(t, env, "", "-n", "mgors-system", "get", "deployment/mgors-operator"); err != nil {
+	out, err := kubectl(t, env, "", "-n", "mgors-system", "get", "deployment/mgors-operator", "-o", "jsonpath={.spec.replicas}")
+	if err != nil {
 		if strings.Contains(out, "NotFound") || strings.Contains(out, "not found") {
 			return
 		}
 		t.Fatalf("kubectl get: %v\n%s", err, out)
 	}
+	replicas := strings.TrimSpace(out)
 	mustKubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=0")
 	t.Cleanup(func() {
-		_, _ = kubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=1")
+		_, _ = kubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas="+replicas)
 	})
 }
 
