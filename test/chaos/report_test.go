@@ -129,7 +129,7 @@ func TestReportTimelineShowsTheRun(t *testing.T) {
 		`<rect class="phase"`:          4, // chaos/a Healthy, Recovering, Healthy; chaos/b Healthy
 		`<line class="healthy"`:        2,
 		`chaos/b (linearizable: yes)`:  1,
-		`b-1.b:27017`:                  1,
+		`>b-1</text>`:                  1, // a member row, named by its pod
 		`Mgors phase`:                  2,
 	} {
 		if got := count(want); got != n {

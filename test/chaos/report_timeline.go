@@ -180,7 +180,7 @@ func renderTimeline(w io.Writer, h *History, v Verdict) error {
 		for _, m := range sortedKeys(members[c]) {
 			ss := members[c][m]
 			sort.SliceStable(ss, func(i, j int) bool { return ss[i].At.Before(ss[j].At) })
-			tl.Labels = append(tl.Labels, label{X: labelW - 6, Y: y + 11, Anchor: "end", Class: "row-label", Text: m})
+			tl.Labels = append(tl.Labels, label{X: labelW - 6, Y: y + 11, Anchor: "end", Class: "row-label", Text: shortHost(m)})
 			for _, r := range stretches(len(ss), func(i int) string { return memberState(ss[i]) },
 				func(i int) time.Time { return ss[i].At }, end) {
 				s := ss[r.first]
@@ -270,8 +270,21 @@ func renderTimeline(w io.Writer, h *History, v Verdict) error {
 }
 
 func faultLabel(f Fault) string {
-	t := strings.Join(f.Targets, ",")
+	short := make([]string, len(f.Targets))
+	for i, t := range f.Targets {
+		short[i] = shortHost(t)
+	}
+	t := strings.Join(short, ",")
 	return fmt.Sprintf("#%d %s %s", f.ID, f.Kind, clip(t, 28))
+}
+
+// shortHost names a member by its pod: "demo-0" for
+// "demo-0.demo-svc.ns.svc.cluster.local:27017"; other targets stay as they are.
+func shortHost(host string) string {
+	if name, _, ok := strings.Cut(host, "."); ok && strings.HasSuffix(host, ":27017") {
+		return name
+	}
+	return host
 }
 
 func memberState(s MemberSample) string {
