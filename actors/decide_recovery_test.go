@@ -287,7 +287,7 @@ func TestAfterTheForceLostMembersComeBackOneReconfigAtATime(t *testing.T) {
 		t.Fatalf("want demo-1 wiped first: %+v %v", d.Action, types(d))
 	}
 	s = runAt(s, d, in.Now)
-	s = runAt(s, Decision{Events: Conclude(*d.Action, ErrWipeNotImplemented)}, in.Now)
+	s = runAt(s, Decision{Events: Conclude(*d.Action, errors.New("the wipe failed"))}, in.Now)
 	// While the wipe fails (back-off), the empty member is still added: one
 	// member per reconfig, never the diverged one.
 	in.Now = in.Now.Add(time.Second)

@@ -25,14 +25,6 @@ import (
 // admin Secret names none.
 const AdminUsername = "admin"
 
-// ErrWipeNotImplemented is what KubeWorld answers to ActWipeMember today.
-// Wiping a member's data needs a Pod-level operation (empty the data
-// directory from an init step, or replace the claim when the retention
-// policy allows it) that is tested on localkube with the chaos faults; until
-// then the decision is recorded, the failure shows as Stalled, and the
-// diverged member stays out of the config (never re-added with its data).
-var ErrWipeNotImplemented = errors.New("wiping a member's volume is not implemented yet (TODO: a Pod-level operation, tested on localkube); the member stays out of the config")
-
 // KubeWorld is the World of a real cluster: the Kubernetes API through kube,
 // and the members through mongo, authenticated with the cluster's keyfile as
 // mongod's internal user (which works before any user exists, so the admin
@@ -350,7 +342,9 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 	case ActRemoveAnnotation:
 		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
 	case ActWipeMember:
-		return ErrWipeNotImplemented
+		// The claim, then the pod: the StatefulSet recreates both, the member
+		// comes back empty and initial-syncs (kube.Applier.WipeMember).
+		return w.Applier.WipeMember(ctx, m, a.Host)
 	}
 	admin, err := w.admin(ctx, m)
 	if err != nil {

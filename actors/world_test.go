@@ -11,7 +11,10 @@ import (
 	"github.com/rs/zerolog"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/yaml"
 
@@ -232,4 +235,38 @@ type noConfig struct{ keepOpen }
 
 func (noConfig) Config(context.Context, string) (mongo.Config, error) {
 	return mongo.Config{}, &mongo.ServerError{Code: 13, Name: "Unauthorized", Message: "not authorized"}
+}
+
+// KubeWorld's WipeMember deletes the member's claim, then its pod, and touches
+// nothing else: no other member, no Mongo call.
+func TestKubeWorldWipesAMemberClaimThenPod(t *testing.T) {
+	m := mgors()
+	var objs []runtime.Object
+	for i := int32(0); i < 3; i++ {
+		objs = append(objs,
+			&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: m.PodName(i), Namespace: m.Namespace, UID: ktypes.UID(m.PodName(i)),
+				Labels: kube.Labels(m, kube.ComponentMember)},
+				Spec: corev1.PodSpec{Volumes: []corev1.Volume{{Name: kube.DataVolume, VolumeSource: corev1.VolumeSource{
+					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: kube.PVCName(m, i)}}}}}},
+			&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: kube.PVCName(m, i), Namespace: m.Namespace,
+				UID: ktypes.UID(kube.PVCName(m, i)), Labels: kube.Labels(m, kube.ComponentMember)}})
+	}
+	kc := k8sfake.NewClientset(objs...)
+	w := &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc), NewAdmin: func(mongo.Options) mongo.Admin {
+		t.Fatal("the wipe asked a member")
+		return nil
+	}}
+	if err := w.Act(context.Background(), m, Action{Kind: ActWipeMember, Host: m.PodName(2)}); err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, a := range kc.Actions() {
+		if d, ok := a.(k8stesting.DeleteAction); ok {
+			deleted = append(deleted, a.GetResource().Resource+"/"+d.GetName())
+		}
+	}
+	want := []string{"persistentvolumeclaims/" + kube.PVCName(m, 2), "pods/" + m.PodName(2)}
+	if strings.Join(deleted, " ") != strings.Join(want, " ") {
+		t.Fatalf("deleted %v, want %v", deleted, want)
+	}
 }

@@ -397,6 +397,44 @@ func describe(e actors.Event) string {
 		return fmt.Sprintf("%s: log says %q, world says %q (the world wins)", e.Subject, e.Log, e.World)
 	case actors.ScaledTo:
 		return fmt.Sprintf("StatefulSet at %d replicas", e.Replicas)
+	default:
+		return describeRecovery(e)
+	}
+}
+
+// describeRecovery accounts for the recovery events: who approved what, what
+// a force keeps and drops and the writes it puts at risk.
+func describeRecovery(e actors.Event) string {
+	switch e := e.(type) {
+	case actors.ForceDecided:
+		d := fmt.Sprintf("policy %s", e.Policy)
+		if e.Approval != "" {
+			d += " (approved: " + e.Approval + ")"
+		}
+		d += fmt.Sprintf(": onto %s at %s; keeps %s, drops %s; commit point %s", e.Survivor, e.SurvivorOptime,
+			strings.Join(e.Kept, ", "), strings.Join(e.Dropped, ", "), e.CommitPoint)
+		switch {
+		case e.MajorityWritesLost:
+			d += "; w:majority writes between the survivor and the commit point are lost"
+		case e.Unknown:
+			d += "; the dropped members' optimes are unknown: writes past the survivor's may be lost"
+		}
+		if e.BestMissing != "" {
+			d += fmt.Sprintf("; %s was last seen at %s (%d s of oplog past the survivor)", e.BestMissing, e.BestMissingOptime, e.GapSeconds)
+		}
+		return d
+	case actors.ApprovalRefused:
+		return fmt.Sprintf("%s=%s refused: %s", e.Annotation, e.Value, e.Reason)
+	case actors.ApprovalAccepted:
+		return fmt.Sprintf("%s=%s accepted", e.Annotation, e.Value)
+	case actors.ApprovalWithdrawn:
+		return e.Annotation + " removed by a person"
+	case actors.ActionUncertain:
+		return fmt.Sprintf("%s %s: outcome unknown (%s); settled from the world", e.Action, e.Target, e.Error)
+	case actors.VolumesLost:
+		return "every member answers without data: " + strings.Join(e.Members, ", ")
+	case actors.NodeLost:
+		return fmt.Sprintf("node %s NotReady since %s: %s", e.Node, e.Since.UTC().Format(time.RFC3339), strings.Join(e.Pods, ", "))
 	}
 	return ""
 }

@@ -145,3 +145,28 @@ func TestWaitShowsProgressUntilHealthy(t *testing.T) {
 		t.Fatal("wait returned without the cluster being Healthy")
 	}
 }
+
+// The recovery events say what happened, not an empty line.
+func TestDescribeRecoveryEvents(t *testing.T) {
+	since := time.Date(2026, 12, 1, 5, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		e    actors.Event
+		want []string
+	}{
+		{actors.ForceDecided{Policy: "Automatic", Survivor: "db-2", SurvivorOptime: actors.OpTime{Secs: 10, Inc: 4, Term: 1},
+			Kept: []string{"db-2"}, Dropped: []string{"db-0", "db-1"}, CommitPoint: actors.OpTime{Secs: 12, Term: 1}, MajorityWritesLost: true},
+			[]string{"policy Automatic", "onto db-2", "drops db-0, db-1", "are lost"}},
+		{actors.ForceDecided{Policy: "Manual", Approval: "db-2", Survivor: "db-2", Unknown: true}, []string{"approved: db-2", "unknown"}},
+		{actors.ApprovalRefused{Annotation: "a", Value: "db-0", Reason: "does not answer"}, []string{"a=db-0 refused: does not answer"}},
+		{actors.ApprovalAccepted{Annotation: "a", Value: "db-2"}, []string{"a=db-2 accepted"}},
+		{actors.NodeLost{Node: "n1", Since: since, Pods: []string{"db-0"}}, []string{"node n1 NotReady since 2026-12-01T05:00:00Z: db-0"}},
+		{actors.VolumesLost{Members: []string{"db-0"}}, []string{"without data: db-0"}},
+	} {
+		got := describe(c.e)
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%T: %q lacks %q", c.e, got, w)
+			}
+		}
+	}
+}

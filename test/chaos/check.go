@@ -83,6 +83,9 @@ type Verdict struct {
 	Lost       int                        `json:"lost"`       // acknowledged inserts missing, plus registers whose final value went back
 	Phantom    int                        `json:"phantom"`    // values found that no client maybe wrote
 	SplitBrain int                        `json:"splitBrain"` // terms (or electionIds) with two primaries
+	// AtRisk counts the operations inside a window a forced reconfig recorded
+	// at risk, judged as unknown (see History.AtRisk).
+	AtRisk int `json:"atRisk,omitempty"`
 	// Heal is the time from Healed to HealthyAt per fault kind.
 	Heal map[FaultKind]Percentiles `json:"heal"`
 	// WriteGap is the longest gap per fault (Gaps) summarised per kind.
@@ -104,7 +107,9 @@ func (v Verdict) OK() bool { return len(v.Violations) == 0 }
 // and returns the judgement (porcupine runs its own goroutines inside).
 func Check(h *History, b Bounds) Verdict {
 	b = b.withDefaults()
+	h, excused := excuseAtRisk(h)
 	v := Verdict{
+		AtRisk:       excused,
 		Ops:          countOps(h.Ops),
 		Heal:         map[FaultKind]Percentiles{},
 		WriteGap:     map[FaultKind]Percentiles{},

@@ -114,7 +114,7 @@ func lastOf(t []time.Time) time.Time {
 //   - replay: `mgorsctl replay --verify` passed for every cluster (the event log
 //     has no gap and folds to the status);
 //   - destroyed: no member PVC replaced or gone (its UID at the end is the UID
-//     at the start), no forced reconfig while a majority of voters answered
+//     at the start, unless the event log recorded the member's wipe), no forced reconfig while a majority of voters answered
 //     (it could drop acknowledged writes), no member pod deleted while no
 //     operator held the Lease and no fault did it (nothing but the operator may
 //     delete a member's pod).
@@ -128,6 +128,8 @@ func checkOperator(h *History, v *Verdict) {
 			switch end, ok := f.PVCEnd[pvc]; {
 			case !ok:
 				v.add(PropertyDestroyed, 0, nil, "%s: PVC %s (uid %s) is gone at the end", f.Cluster, pvc, uid)
+			case end != uid && wiped(h, f.Cluster, pvc):
+				// the operator recorded wiping this member (WipeMember)
 			case end != uid:
 				v.add(PropertyDestroyed, 0, nil, "%s: PVC %s was replaced: uid %s at the start, %s at the end", f.Cluster, pvc, uid, end)
 			}

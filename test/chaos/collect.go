@@ -139,6 +139,7 @@ func (r *run) eventLog(ctx context.Context, t *target) string {
 					r.rec.h.Forced = append(r.rec.h.Forced, ForcedReconfig{At: rec.Time, Cluster: t.key,
 						MajorityAnswered: r.majorityAnswered(t, rec.Time)})
 				}
+				r.noteRecovery(t, rec.Time, e)
 			}
 		}
 	}

@@ -149,6 +149,25 @@ type ForcedReconfig struct {
 	MajorityAnswered bool `json:"majorityAnswered"`
 }
 
+// AtRisk is the window of writes a forced reconfig recorded at risk (its
+// ForceDecided): past the survivor's optime, up to the newest majority commit
+// point or the furthest dropped member seen, as wall-clock times of the oplog.
+type AtRisk struct {
+	Cluster string    `json:"cluster"`
+	Forced  time.Time `json:"forced"`
+	From    time.Time `json:"from"`
+	// To is the end of the window; the force's time when no survivor knew a
+	// dropped member's optime.
+	To time.Time `json:"to"`
+}
+
+// WipedMember is a member whose claim the operator deleted (WipeMember).
+type WipedMember struct {
+	At      time.Time `json:"at"`
+	Cluster string    `json:"cluster"`
+	PVC     string    `json:"pvc"`
+}
+
 // Final is what the runner found after the last fault was healed.
 type Final struct {
 	Cluster string `json:"cluster"`
@@ -181,7 +200,11 @@ type History struct {
 	Faults    []Fault          `json:"faults"`
 	Deletions []PodDeletion    `json:"podDeletions"`
 	Forced    []ForcedReconfig `json:"forcedReconfigs"`
-	Final     []Final          `json:"final"`
+	// AtRisk are the writes forced reconfigs recorded at risk; Wiped the member
+	// claims the operator wiped (both read from the event logs).
+	AtRisk []AtRisk      `json:"atRisk,omitempty"`
+	Wiped  []WipedMember `json:"wiped,omitempty"`
+	Final  []Final       `json:"final"`
 
 	// Logs maps a source ("operator/<pod>", "member/<ns>/<pod>", "events",
 	// "eventlog/<cluster>", "status/<cluster>") to its text, for the log and

@@ -42,6 +42,11 @@ type Config struct {
 	Healthy time.Duration
 	// Faults injects the faults; nil means the injector over Dir.
 	Faults Faults
+	// Clusters, when set, are the Mgors the run creates (in its namespace,
+	// which Run sets) instead of the 3-member sample and the PSA set.
+	Clusters []*v1alpha1.Mgors
+	// Scenario, when set, replaces the seeded schedule (Seed, Duration, Kinds).
+	Scenario Scenario
 }
 
 // defaultFaults is the injector of Dir: localkube's own faults.
@@ -145,7 +150,10 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 	}
 	h := &r.rec.h
 	h.Seed, h.Duration, h.Kinds, h.Started = cfg.Seed, cfg.Duration, cfg.Kinds, time.Now()
-	steps := Schedule(cfg.Seed, cfg.Duration, cfg.Kinds, 2)
+	var steps []Step
+	if cfg.Scenario == nil {
+		steps = Schedule(cfg.Seed, cfg.Duration, cfg.Kinds, 2)
+	}
 	r.log.Info().Int64("seed", cfg.Seed).Int("faults", len(steps)).Msg("chaos run planned")
 
 	if err := r.deployOperator(ctx); err != nil {
@@ -181,6 +189,13 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 	}
 	sleep(ctx, 10*time.Second) // warm-up: a baseline of writes before the first fault
 
+	if cfg.Scenario != nil {
+		if err := cfg.Scenario(ctx, &Scene{r: r}); err != nil {
+			stopWorkload()
+			workers.Wait()
+			return nil, fmt.Errorf("scenario: %w", err)
+		}
+	}
 	for i, s := range steps {
 		if ctx.Err() != nil {
 			break
@@ -270,8 +285,9 @@ func (r *run) sampleFile(file string) (*v1alpha1.Mgors, error) {
 	return &m, yaml.UnmarshalStrict(b, &m)
 }
 
-// createClusters makes the run's namespace and its two replica sets: the
-// 3-member sample, and a primary-secondary-arbiter set; then waits for both.
+// createClusters makes the run's namespace and its replica sets (Config.Clusters,
+// or by default the 3-member sample and a primary-secondary-arbiter set); then
+// waits for each to be Healthy.
 func (r *run) createClusters(ctx context.Context) error {
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -279,14 +295,19 @@ func (r *run) createClusters(ctx context.Context) error {
 		Name: r.ns, Labels: map[string]string{"mgors.io/chaos": "true"}}}, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("namespace %s: %w", r.ns, err)
 	}
-	demo, err := r.sampleFile("mgors-3.yaml")
-	if err != nil {
-		return err
+	wanted := r.cfg.Clusters
+	if len(wanted) == 0 {
+		demo, err := r.sampleFile("mgors-3.yaml")
+		if err != nil {
+			return err
+		}
+		psa := demo.DeepCopy()
+		psa.Name, psa.Spec.Members, psa.Spec.Arbiters = "psa", 2, 1
+		wanted = []*v1alpha1.Mgors{demo, psa}
 	}
-	psa := demo.DeepCopy()
-	psa.Name, psa.Spec.Members, psa.Spec.Arbiters = "psa", 2, 1
 	var names []string
-	for _, m := range []*v1alpha1.Mgors{demo, psa} {
+	for _, m := range wanted {
+		m = m.DeepCopy()
 		m.Namespace = r.ns
 		if _, err := r.mgors.Mgorses(r.ns).Create(cctx, m, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create Mgors %s: %w", m.Name, err)
