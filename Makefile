@@ -105,7 +105,7 @@ run: deps build localkube-build kubelet-mongosh ## Start the local cluster, depl
 	@echo "  kubectl describe mgors demo                      # the story, as Kubernetes Events"
 	@echo "  mgorsctl replay --cluster default/demo           # the event log, as a timeline"
 	@echo "  kubectl exec -it demo-0 -- mongosh -u admin -p \"\$$(kubectl get secret demo-admin -o jsonpath='{.data.password}' | base64 -d)\" --eval 'rs.status().members.map(m => m.stateStr)'"
-	@echo "  kubectl scale mgors/demo --replicas=5             # (scaling is the next issue's work)"
+	@echo "  kubectl scale mgors/demo --replicas=5             # grow it, one member and one reconfig at a time"
 	@echo "Stop everything with: make down"
 
 down: localkube-cmd ## Stop the cluster `make run` started (its data stays in .run/).
