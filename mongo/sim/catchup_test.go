@@ -81,7 +81,7 @@ func TestNewPrimaryCatchesUpFromAMoreAdvancedSecondary(t *testing.T) {
 		t.Log("the new primary had member 4's writes before its election: no catch-up needed this time")
 	case targetErr != nil:
 		t.Errorf("caught up %d entries but electionCandidateMetrics has no targetCatchupOpTime: %v", caughtUp, cm)
-	case !strings.Contains(ms[q].out.String(), `"id":21359`) || !strings.Contains(ms[q].out.String(), `"id":21368`):
+	case !ms[q].logged(`"id":21359`, `"id":21368`):
 		t.Errorf("the new primary caught up %d entries but did not log entering (21359) and completing (21368) catch-up", caughtUp)
 	}
 	if strings.Contains(ahead.out.String(), `"id":21612`) {

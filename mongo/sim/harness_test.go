@@ -214,6 +214,23 @@ func connect(t *testing.T, uri string) *mongo.Client {
 	return c
 }
 
+// logged says whether every one of lines is in m's log, waiting up to 10 s: a
+// log line reaches the test through the process's stdout pipe, maybe after a
+// reply the member sent later.
+func (m *member) logged(lines ...string) bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, all := m.out.String(), true
+		for _, l := range lines {
+			all = all && strings.Contains(out, l)
+		}
+		if all || time.Now().After(deadline) {
+			return all
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)

@@ -242,7 +242,7 @@ func TestClonedMemberGetsCatalogAndEnforcesIt(t *testing.T) {
 	nm := newMember(t, "--oplogSize", "1", "--setParameter", "ttlMonitorSleepSecs=1")
 	added := addMember(t, ms, p, nm, 5)
 	waitFor(t, 60*time.Second, "new member SECONDARY", func() bool { return state(t, nm) == 2 })
-	if !strings.Contains(nm.out.String(), "Finished cloning data") {
+	if !nm.logged("Finished cloning data") {
 		t.Fatal("the new member did not clone")
 	}
 	checkCatalog(t, nm, want)
@@ -281,7 +281,7 @@ func TestStepUpRefusedWhileFrozen(t *testing.T) {
 	if _, err := run(sc, bson.D{{Key: "replSetStepUp", Value: 1}}); !hasCode(err, 125) {
 		t.Fatalf("stepUp while frozen: want 125, got %v", err)
 	}
-	if !strings.Contains(sec.out.String(), `"id":4615657`) {
+	if !sec.logged(`"id":4615657`) {
 		t.Error("no log 4615657")
 	}
 	if primaryOf(ms) != p {

@@ -171,7 +171,7 @@ func TestReplSetResizeOplog(t *testing.T) {
 	if max, _ := stats.Lookup("maxSize").AsInt64OK(); max != 990<<20 {
 		t.Errorf("maxSize after restart %d, want 990 MB", max)
 	}
-	if !strings.Contains(ms[p].out.String(), "replSetResizeOplog success") {
+	if !ms[p].logged("replSetResizeOplog success") {
 		t.Error("no replSetResizeOplog log line")
 	}
 }
@@ -222,9 +222,8 @@ func TestInitialSyncClonesPastTruncatedOplog(t *testing.T) {
 	if got := countOn(t, nm, bson.D{}); got != 300 {
 		t.Errorf("new member has %d documents, want 300", got)
 	}
-	log := nm.out.String()
 	for _, want := range []string{"Starting initial sync attempt", "Finished cloning data. Beginning oplog replay", "Initial sync done"} {
-		if !strings.Contains(log, want) {
+		if !nm.logged(want) {
 			t.Errorf("log lacks %q", want)
 		}
 	}
@@ -266,8 +265,7 @@ func TestTooStaleMemberRecoversByResync(t *testing.T) {
 		}
 		return false
 	})
-	if log := stale.out.String(); !strings.Contains(log, "Too stale to catch up. Entering maintenance mode") ||
-		!strings.Contains(log, "We are too stale to use candidate as a sync source") {
+	if !stale.logged("Too stale to catch up. Entering maintenance mode", "We are too stale to use candidate as a sync source") {
 		t.Error("log lacks mongod's too-stale messages")
 	}
 	// It stays RECOVERING: nothing brings the missing entries back.
@@ -370,7 +368,7 @@ func TestRollbackAfterTruncationUsesCheckpoint(t *testing.T) {
 	if n := countOn(t, old, bson.D{}); n != 301 {
 		t.Errorf("old primary has %d documents, want 301", n)
 	}
-	if !strings.Contains(old.out.String(), "Rollback summary") {
+	if !old.logged("Rollback summary") {
 		t.Error("no rollback")
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -105,7 +104,7 @@ func TestTLSModes(t *testing.T) {
 				return primaries == 1 && secondaries == 2
 			})
 			if mode == "requireTLS" {
-				if !strings.Contains(ms[0].out.String(), "The server is configured to only allow SSL connections") {
+				if !ms[0].logged("The server is configured to only allow SSL connections") {
 					t.Error("the refused plain connection was not logged as mongod logs it")
 				}
 			}
