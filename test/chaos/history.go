@@ -62,6 +62,7 @@ type Op struct {
 // MemberSample is one look at one member: hello, plus replSetGetStatus and
 // replSetGetConfig when they answered.
 type MemberSample struct {
+	// At is when hello returned (answered or failed), not when it was sent.
 	At      time.Time `json:"at"`
 	Cluster string    `json:"cluster"`
 	// Member is the member's host:port as in the replica-set config.

@@ -135,12 +135,17 @@ var stateNames = map[int]string{0: "STARTUP", 1: "PRIMARY", 2: "SECONDARY", 3: "
 
 // lookAt runs hello, replSetGetStatus and replSetGetConfig on one member.
 func lookAt(ctx context.Context, c *mongo.Client, t *target, host string) MemberSample {
-	s := MemberSample{At: time.Now(), Cluster: t.key, Member: host}
+	s := MemberSample{Cluster: t.key, Member: host}
 	cctx, cancel := context.WithTimeout(ctx, sampleTimeout)
 	defer cancel()
 	admin := c.Database("admin")
 	var hello helloReply
-	if err := admin.RunCommand(cctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello); err != nil {
+	err := admin.RunCommand(cctx, bson.D{{Key: "hello", Value: 1}}).Decode(&hello)
+	// The sample is stamped when hello returned, not when it was sent: a frozen
+	// member answers the moment it is resumed, and a stamp from before would
+	// make it seem to answer while it was still frozen.
+	s.At = time.Now()
+	if err != nil {
 		s.Error = err.Error()
 		return s
 	}
