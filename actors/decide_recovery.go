@@ -129,7 +129,7 @@ func (d *decider) majorityPolicy() {
 // starts it.
 func (d *decider) force(f mongo.Force, policy, approval string) {
 	e := ForceDecided{Policy: policy, Approval: approval, Survivor: f.Survivor, SurvivorOptime: optime(f.SurvivorOptime),
-		Kept: f.Kept, Dropped: f.Dropped, CommitPoint: d.s.CommitPoint, Unknown: f.Unknown}
+		Kept: f.Kept, Dropped: f.Dropped, CommitPoint: d.s.CommitPoint, Unknown: f.Unknown, LossSeen: d.s.MajorityLostAt}
 	if d.s.MajorityLost != nil {
 		e.CommitPoint = newer(e.CommitPoint, d.s.MajorityLost.CommitPoint)
 	}
@@ -158,7 +158,11 @@ func atRisk(e ForceDecided) string {
 		parts = append(parts, "unknown: no survivor knew the dropped members' optimes")
 	}
 	if len(parts) == 0 {
-		return "none known: the survivor holds every write the operator saw committed"
+		parts = append(parts, "none known: the survivor holds every write the operator saw committed")
+	}
+	if !e.LossSeen.IsZero() {
+		parts = append(parts, fmt.Sprintf("at most the writes acknowledged after %s and before the loss was seen at %s",
+			e.SurvivorOptime, e.LossSeen.UTC().Format(time.RFC3339)))
 	}
 	return strings.Join(parts, "; ")
 }

@@ -186,6 +186,9 @@ func TestMajorityLossPolicy(t *testing.T) {
 				if !fd.MajorityWritesLost || fd.CommitPoint.Secs != 100 || fd.SurvivorOptime.Secs != 95 || fd.BestMissing != w.desired[1].Host {
 					t.Fatalf("writes at risk not recorded: %+v", fd)
 				}
+				if !fd.LossSeen.Equal(lostAt) {
+					t.Fatalf("loss seen %s, want %s: the bound of the writes at risk", fd.LossSeen, lostAt)
+				}
 				if started := d.Events[len(d.Events)-1].(ActionStarted); !strings.Contains(started.AtRisk, "w:majority") {
 					t.Fatalf("ActionStarted.AtRisk %q", started.AtRisk)
 				}

@@ -211,6 +211,12 @@ type ForceDecided struct {
 	GapSeconds        int64  `json:"gapSeconds,omitempty"`
 	// Unknown is true when no survivor knew any dropped member's optime.
 	Unknown bool `json:"unknown,omitempty"`
+	// LossSeen is when the operator first saw the majority lost. A survivor
+	// learns the commit point and the others' optimes by heartbeat, so writes
+	// acknowledged just before the loss may lie past both: every write
+	// acknowledged after SurvivorOptime and before LossSeen is at risk, the
+	// ones named above surely lost.
+	LossSeen time.Time `json:"lossSeen,omitzero"`
 }
 
 // ApprovalRefused records that a person's approval annotation was not acted

@@ -154,8 +154,8 @@ func TestDescribeRecoveryEvents(t *testing.T) {
 		want []string
 	}{
 		{actors.ForceDecided{Policy: "Automatic", Survivor: "db-2", SurvivorOptime: actors.OpTime{Secs: 10, Inc: 4, Term: 1},
-			Kept: []string{"db-2"}, Dropped: []string{"db-0", "db-1"}, CommitPoint: actors.OpTime{Secs: 12, Term: 1}, MajorityWritesLost: true},
-			[]string{"policy Automatic", "onto db-2", "drops db-0, db-1", "are lost"}},
+			Kept: []string{"db-2"}, Dropped: []string{"db-0", "db-1"}, CommitPoint: actors.OpTime{Secs: 12, Term: 1}, MajorityWritesLost: true, LossSeen: since},
+			[]string{"policy Automatic", "onto db-2", "drops db-0, db-1", "are lost", "before the loss was seen at 05:00:00.000"}},
 		{actors.ForceDecided{Policy: "Manual", Approval: "db-2", Survivor: "db-2", Unknown: true}, []string{"approved: db-2", "unknown"}},
 		{actors.ApprovalRefused{Annotation: "a", Value: "db-0", Reason: "does not answer"}, []string{"a=db-0 refused: does not answer"}},
 		{actors.ApprovalAccepted{Annotation: "a", Value: "db-2"}, []string{"a=db-2 accepted"}},

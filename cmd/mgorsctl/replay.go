@@ -177,6 +177,9 @@ func describeRecovery(e actors.Event) string {
 		if e.BestMissing != "" {
 			d += fmt.Sprintf("; %s was last seen at %s (%d s of oplog past the survivor)", e.BestMissing, e.BestMissingOptime, e.GapSeconds)
 		}
+		if !e.LossSeen.IsZero() {
+			d += "; at risk at most: writes acknowledged before the loss was seen at " + e.LossSeen.UTC().Format("15:04:05.000")
+		}
 		return d
 	case actors.ApprovalRefused:
 		return fmt.Sprintf("%s=%s refused: %s", e.Annotation, e.Value, e.Reason)

@@ -21,13 +21,18 @@ func (r *run) noteRecovery(t *target, at time.Time, e any) {
 }
 
 // atRiskOf is the window of a ForceDecided: from the survivor's optime (its
-// second) to the later of the commit point and the furthest dropped member
-// (the end of its second), or to the force when that is unknown.
+// second) to the latest of the commit point, the furthest dropped member (the
+// end of its second) and when the operator saw the loss (the survivor learns
+// the first two by heartbeat: writes acknowledged just before the loss can be
+// past both), or to the force when the dropped members' optimes are unknown.
 func atRiskOf(cluster string, forced time.Time, f actors.ForceDecided) AtRisk {
 	w := AtRisk{Cluster: cluster, Forced: forced, From: time.Unix(int64(f.SurvivorOptime.Secs), 0), To: forced}
 	end := max(f.CommitPoint.Secs, f.BestMissingOptime.Secs)
 	if !f.Unknown && end > 0 {
 		w.To = time.Unix(int64(end)+1, 0)
+		if f.LossSeen.After(w.To) {
+			w.To = f.LossSeen
+		}
 	}
 	if w.To.Before(w.From) {
 		w.To = w.From

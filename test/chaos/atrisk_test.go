@@ -47,6 +47,17 @@ func TestCheckExcusesOnlyTheWritesRecordedAtRisk(t *testing.T) {
 	if v := Check(h, Bounds{}); !slices.Contains(properties(v), PropertyLost) {
 		t.Fatalf("an insert after the window excused: %v", properties(v))
 	}
+	// The loss seen after the lost insert: the window runs to it, the insert is excused.
+	h = good()
+	lose(h)
+	f.LossSeen = sec(26)
+	h.AtRisk = []AtRisk{atRiskOf(cA, sec(40), f)}
+	if w := h.AtRisk[0]; !w.To.Equal(sec(26)) {
+		t.Fatalf("window ends %s, want the loss seen at 26 s", w.To)
+	}
+	if v := Check(h, Bounds{}); slices.Contains(properties(v), PropertyLost) {
+		t.Fatalf("an insert acknowledged before the loss was seen judged lost: %+v", v.Violations)
+	}
 	// Unknown: the window runs to the force.
 	f.Unknown = true
 	if w := atRiskOf(cA, sec(40), f); !w.To.Equal(sec(40)) {
