@@ -103,11 +103,15 @@ const (
 	KillOperatorLeader  FaultKind = "kill-operator-leader"  // the operator pod holding the leader Lease killed
 	RestartControlPlane FaultKind = "restart-control-plane" // the API server and etcd stopped and started again
 	NodeDown            FaultKind = "node-down"             // a node's kubelet and its pods' processes die; later it comes back
+	// MajorityLoss freezes the primary and a secondary of the first cluster (3
+	// members, recovery.majorityLoss Automatic) until the operator forced the
+	// config onto the third member.
+	MajorityLoss FaultKind = "majority-loss"
 )
 
 // FaultKinds lists every kind, in order.
 var FaultKinds = []FaultKind{KillMongod, DeletePod, PausePrimary, PartitionPrimary,
-	PartitionMinority, KillOperatorLeader, RestartControlPlane, NodeDown}
+	PartitionMinority, KillOperatorLeader, RestartControlPlane, NodeDown, MajorityLoss}
 
 // Fault is one injected fault.
 type Fault struct {

@@ -53,6 +53,8 @@ func (r *run) inject(ctx context.Context, id int, s Step) (*Fault, func()) {
 		err = r.restartControlPlane(ctx, f)
 	case NodeDown:
 		err = r.nodeDown(ctx, f, t, s)
+	case MajorityLoss:
+		err = r.majorityLoss(ctx, f, t, s)
 	default:
 		err = fmt.Errorf("unknown fault kind %q", s.Kind)
 	}

@@ -303,6 +303,9 @@ func (r *run) createClusters(ctx context.Context) error {
 		}
 		psa := demo.DeepCopy()
 		psa.Name, psa.Spec.Members, psa.Spec.Arbiters = "psa", 2, 1
+		// demo, the majority-loss fault's target, forces after the grace period.
+		demo.Spec.Recovery.MajorityLoss = v1alpha1.RecoveryAutomatic
+		demo.Spec.Recovery.GracePeriod = &metav1.Duration{Duration: majorityGrace}
 		wanted = []*v1alpha1.Mgors{demo, psa}
 	}
 	var names []string

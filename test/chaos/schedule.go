@@ -44,7 +44,9 @@ const electionTimeout = 10 * time.Second
 // Schedule plans the faults of a run from its seed: the same seed, duration,
 // kinds and number of clusters give the same steps. The first len(kinds) steps
 // are the kinds shuffled, so any run covers every kind at least once; the rest
-// are random kinds, up to duration/cycle steps in all.
+// are random kinds, up to duration/cycle steps in all. A majority loss takes
+// minutes (the operator's grace period) where another fault takes a cycle:
+// it comes once per run, never in the random rest.
 func Schedule(seed int64, duration time.Duration, kinds []FaultKind, clusters int) []Step {
 	if len(kinds) == 0 || clusters <= 0 {
 		return nil
@@ -53,11 +55,20 @@ func Schedule(seed int64, duration time.Duration, kinds []FaultKind, clusters in
 	n := max(len(kinds), int(duration/cycle))
 	order := append([]FaultKind(nil), kinds...)
 	r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+	var rest []FaultKind
+	for _, k := range kinds {
+		if k != MajorityLoss {
+			rest = append(rest, k)
+		}
+	}
 	steps := make([]Step, 0, n)
 	for i := range n {
-		kind := order[i%len(order)]
+		if i >= len(order) && len(rest) == 0 {
+			break
+		}
+		kind := order[min(i, len(order)-1)]
 		if i >= len(order) {
-			kind = kinds[r.IntN(len(kinds))]
+			kind = rest[r.IntN(len(rest))]
 		}
 		steps = append(steps, plan(r, kind, clusters))
 	}
@@ -82,6 +93,9 @@ func plan(r *rand.Rand, kind FaultKind, clusters int) Step {
 		s.Target, s.Hold = RoleAny, between(r, 5*time.Second, 15*time.Second)
 	case KillOperatorLeader, RestartControlPlane:
 		s.Cluster, s.Target = -1, RoleNone
+	case MajorityLoss:
+		// The first cluster: the default run's 3-member set, under Automatic.
+		s.Cluster, s.Target, s.Hold = 0, RolePrimary, majorityLossHold
 	}
 	return s
 }

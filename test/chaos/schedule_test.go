@@ -57,6 +57,11 @@ func TestScheduleTargetsAndHolds(t *testing.T) {
 			if s.Cluster != -1 {
 				t.Errorf("%s aims at cluster %d, want the whole Kubernetes cluster (-1)", s.Kind, s.Cluster)
 			}
+		case MajorityLoss:
+			if s.Cluster != 0 || s.Hold <= majorityGrace {
+				t.Errorf("%s: cluster %d hold %s, want the first cluster past the grace period", s.Kind, s.Cluster, s.Hold)
+			}
+			continue
 		default:
 			if s.Cluster < 0 || s.Cluster > 1 {
 				t.Errorf("%s: cluster %d of 2", s.Kind, s.Cluster)
@@ -65,6 +70,22 @@ func TestScheduleTargetsAndHolds(t *testing.T) {
 		if s.Hold > 15*time.Second || s.Pause < 2*time.Second || s.Pause > 5*time.Second {
 			t.Errorf("%s: hold %s pause %s out of bounds", s.Kind, s.Hold, s.Pause)
 		}
+	}
+}
+
+// A majority loss takes minutes: once per run, however long.
+func TestScheduleMajorityLossOnce(t *testing.T) {
+	n := 0
+	for _, s := range Schedule(3, time.Hour, FaultKinds, 2) {
+		if s.Kind == MajorityLoss {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d majority losses in an hour, want 1", n)
+	}
+	if s := Schedule(3, time.Hour, []FaultKind{MajorityLoss}, 2); len(s) != 1 {
+		t.Errorf("%d steps when only the majority loss is asked for, want 1", len(s))
 	}
 }
 
