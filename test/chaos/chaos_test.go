@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
-	"github.com/mgors/operator/test/localkube/cluster"
 	"github.com/mgors/operator/test/localkube/harness"
 )
 
@@ -38,39 +36,10 @@ func TestChaosShort(t *testing.T) {
 	if os.Getenv("LOCALKUBE_KUBELET_E2E") == "" {
 		t.Skip("LOCALKUBE_KUBELET_E2E is unset: the chaos run needs the end-to-end environment of `make test`")
 	}
-	localkube := harness.Exclusive(t)
-	t.Setenv("LOCALKUBE_CMD", localkube)
-	repo, err := cluster.FindRepo(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, dir := harness.Own(t, "chaos")
 	if _, err := os.Stat(filepath.Join(repo, "bin", "mgorsctl")); err != nil {
 		t.Fatalf("bin/mgorsctl: %v (run `make build` first)", err)
 	}
-	dir, err := os.MkdirTemp(filepath.Join(repo, ".cache", "localkube", "harness"), "chaos-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		out, err := exec.Command(localkube, "down", "--dir", dir, "--purge").CombinedOutput()
-		if err != nil {
-			t.Errorf("localkube down: %v\n%s", err, out)
-		}
-		_ = os.Remove(dir)
-	})
-	args := []string{"up", "--dir", dir}
-	if b := os.Getenv("LOCALKUBE_BIN"); b != "" {
-		args = append(args, "--bin", b)
-	}
-	if b := os.Getenv("LOCALKUBE_BIN_DIR"); b != "" {
-		args = append(args, "--workload-bin", b)
-	}
-	up := exec.Command(localkube, args...)
-	up.Dir = repo
-	if out, err := up.CombinedOutput(); err != nil {
-		t.Fatalf("localkube up: %v\n%s", err, out)
-	}
-
 	report := filepath.Join(repo, ".cache", "chaos", "short")
 	_ = os.RemoveAll(report)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

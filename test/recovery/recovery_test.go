@@ -22,7 +22,6 @@ import (
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/chaos"
-	"github.com/mgors/operator/test/localkube/cluster"
 	"github.com/mgors/operator/test/localkube/harness"
 )
 
@@ -113,40 +112,12 @@ func TestRecovery(t *testing.T) {
 	}
 }
 
-// upCluster starts a localkube cluster of the test's own (harness.Exclusive),
+// upCluster starts a localkube cluster of the test's own (harness.Own),
 // stopped and purged when the test ends.
 func upCluster(t *testing.T) (repo, dir string) {
-	localkube := harness.Exclusive(t)
-	t.Setenv("LOCALKUBE_CMD", localkube)
-	repo, err := cluster.FindRepo(".")
-	if err != nil {
-		t.Fatal(err)
-	}
+	repo, dir = harness.Own(t, "recovery")
 	if _, err := os.Stat(filepath.Join(repo, "bin", "mgorsctl")); err != nil {
 		t.Fatalf("bin/mgorsctl: %v (run `make build` first)", err)
-	}
-	dir, err = os.MkdirTemp(filepath.Join(repo, ".cache", "localkube", "harness"), "recovery-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		out, err := exec.Command(localkube, "down", "--dir", dir, "--purge").CombinedOutput()
-		if err != nil {
-			t.Errorf("localkube down: %v\n%s", err, out)
-		}
-		_ = os.Remove(dir)
-	})
-	args := []string{"up", "--dir", dir}
-	if b := os.Getenv("LOCALKUBE_BIN"); b != "" {
-		args = append(args, "--bin", b)
-	}
-	if b := os.Getenv("LOCALKUBE_BIN_DIR"); b != "" {
-		args = append(args, "--workload-bin", b)
-	}
-	up := exec.Command(localkube, args...)
-	up.Dir = repo
-	if out, err := up.CombinedOutput(); err != nil {
-		t.Fatalf("localkube up: %v\n%s", err, out)
 	}
 	return repo, dir
 }

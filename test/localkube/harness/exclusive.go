@@ -2,6 +2,7 @@ package harness
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -87,4 +88,44 @@ func sharedIdle(root string) (bool, string) {
 		return false, dir
 	}
 	return true, dir
+}
+
+// Own starts a localkube cluster of the test's own (under Exclusive), in a new
+// directory named after prefix under .cache/localkube/harness, and stops and
+// purges it when the test ends. It sets LOCALKUBE_CMD for the test and returns
+// the repository root and the cluster's directory. LOCALKUBE_BIN and
+// LOCALKUBE_BIN_DIR, when set, name the prebuilt control plane and the
+// workload binaries, as for the shared cluster.
+func Own(t *testing.T, prefix string) (repo, dir string) {
+	t.Helper()
+	localkube := Exclusive(t)
+	t.Setenv("LOCALKUBE_CMD", localkube)
+	repo, err := repoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err = os.MkdirTemp(filepath.Join(repo, ".cache", "localkube", "harness"), prefix+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		out, err := exec.Command(localkube, "down", "--dir", dir, "--purge").CombinedOutput()
+		if err != nil {
+			t.Errorf("localkube down: %v\n%s", err, out)
+		}
+		_ = os.Remove(dir)
+	})
+	args := []string{"up", "--dir", dir}
+	if b := os.Getenv("LOCALKUBE_BIN"); b != "" {
+		args = append(args, "--bin", b)
+	}
+	if b := os.Getenv("LOCALKUBE_BIN_DIR"); b != "" {
+		args = append(args, "--workload-bin", b)
+	}
+	up := exec.Command(localkube, args...)
+	up.Dir = repo
+	if out, err := up.CombinedOutput(); err != nil {
+		t.Fatalf("localkube up: %v\n%s", err, out)
+	}
+	return repo, dir
 }
