@@ -80,7 +80,8 @@ type MemberView struct {
 	Err string
 	// HasConfig is true when the member holds a replica-set config naming it.
 	HasConfig bool
-	// Removed is true when the member holds a config that does not name it.
+	// Removed is true when the member holds a config that does not name it
+	// (read from its local database: its hello shows no config).
 	Removed bool
 	// ConfigVersion is the version of its config.
 	ConfigVersion int64
@@ -88,7 +89,8 @@ type MemberView struct {
 	State mongo.MemberState
 	// Primary is true when the member says it is the writable primary.
 	Primary bool
-	// LastWrite is the member's own last applied write (hello's lastWrite).
+	// LastWrite is the member's own last applied write (hello's lastWrite; a
+	// REMOVED member's newest oplog entry).
 	LastWrite mongo.OpTime
 }
 

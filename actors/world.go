@@ -293,6 +293,7 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 	if source == "" {
 		return // no member holds a config
 	}
+	observeOutside(ctx, admin, o)
 	if cfg, err := admin.Config(ctx, source); err == nil {
 		o.Config, o.ConfigFrom = &cfg, source
 	} else {
@@ -324,6 +325,26 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 		if ok, err := admin.UserExists(ctx, o.Primary, adminUser); err == nil {
 			o.AdminUser = &ok
 		}
+	}
+}
+
+// observeOutside reads the local database of each data member that answers
+// hello without a config while others hold one. It may be empty (nothing to
+// read), or REMOVED: it holds a config that does not name it (after a forced
+// reconfig or a removal), and neither hello nor replSetGetStatus tells its
+// optime, which says whether it diverged from the survivor of a force.
+func observeOutside(ctx context.Context, admin mongo.Admin, o *Observation) {
+	for host, mv := range o.Members {
+		if !mv.Answers || mv.HasConfig || mv.Arbiter {
+			continue
+		}
+		l, err := admin.Local(ctx, host)
+		if err != nil || l.Config == nil {
+			continue
+		}
+		mv.Removed = l.Config.Member(host) == nil
+		mv.LastWrite = l.LastOplog
+		o.Members[host] = mv
 	}
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -268,5 +269,45 @@ func TestKubeWorldWipesAMemberClaimThenPod(t *testing.T) {
 	want := []string{"persistentvolumeclaims/" + kube.PVCName(m, 2), "pods/" + m.PodName(2)}
 	if strings.Join(deleted, " ") != strings.Join(want, " ") {
 		t.Fatalf("deleted %v, want %v", deleted, want)
+	}
+}
+
+// A member removed from the config answers hello without one; the world reads
+// its local database: REMOVED, at its own last optime.
+func TestKubeWorldReadsARemovedMembersOwnOptime(t *testing.T) {
+	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
+	waitFor(t, "Healthy", healthyIn(mc))
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	primary := rs.Primary()
+	cfg, err := rs.Config(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := hosts[len(hosts)-1]
+	if mongo.SameHost(gone, primary) {
+		gone = hosts[0]
+	}
+	next := cfg.Clone()
+	next.Version++
+	next.Members = slices.DeleteFunc(next.Members, func(m mongo.Member) bool { return mongo.SameHost(m.Host, gone) })
+	if err := rs.Reconfig(ctx, primary, next, false); err != nil {
+		t.Fatal(err)
+	}
+	m := mgors()
+	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := o.Members[gone]
+	if !mv.Answers || mv.HasConfig || !mv.Removed || mv.LastWrite.IsZero() || mv.LastWrite != rs.Optime(gone) {
+		t.Fatalf("removed member seen as %+v, want REMOVED at %+v", mv, rs.Optime(gone))
+	}
+	for _, h := range hosts {
+		if h != gone && o.Members[h].Removed {
+			t.Errorf("%s seen REMOVED", h)
+		}
 	}
 }

@@ -44,6 +44,11 @@ type Admin interface {
 	CreateUser(ctx context.Context, host, user, password string, roles []Role) error
 	// UserExists reports whether the admin database has the user.
 	UserExists(ctx context.Context, host, user string) (bool, error)
+	// Local reads a member's own replication state from its local database:
+	// the config it holds and its newest oplog entry. It answers in every
+	// state; on a REMOVED member, whose hello and replSetGetStatus say
+	// nothing of either, it is the only way to learn how far it got.
+	Local(ctx context.Context, host string) (Local, error)
 	// Close releases every connection.
 	Close(ctx context.Context) error
 }
@@ -211,7 +216,12 @@ func (c *Client) drop(host string) {
 // run sends one admin command with the call deadline and decodes the reply
 // into out (when not nil). name is the command's name, for errors and logs.
 func (c *Client) run(ctx context.Context, host, name string, auth bool, cmd bson.D, out any) error {
-	err := c.runOnce(ctx, host, name, auth, cmd, out)
+	return c.runIn(ctx, host, "admin", name, auth, cmd, out)
+}
+
+// runIn runs cmd in database db.
+func (c *Client) runIn(ctx context.Context, host, db, name string, auth bool, cmd bson.D, out any) error {
+	err := c.runOnce(ctx, host, db, name, auth, cmd, out)
 	// Keyfile auth: mongod accepts __system over SCRAM-SHA-256 when the
 	// internal user has SHA-256 credentials; fall back to SHA-1 once if not.
 	if auth && len(c.opts.Credentials.Keyfile) > 0 && IsCode(err, CodeAuthenticationFailed) {
@@ -221,7 +231,7 @@ func (c *Client) run(ctx context.Context, host, name string, auth bool, cmd bson
 		c.mu.Unlock()
 		if retry {
 			c.drop(host)
-			err = c.runOnce(ctx, host, name, auth, cmd, out)
+			err = c.runOnce(ctx, host, db, name, auth, cmd, out)
 		}
 	}
 	// The command itself is never logged: createUser carries a password.
@@ -229,14 +239,14 @@ func (c *Client) run(ctx context.Context, host, name string, auth bool, cmd bson
 	return err
 }
 
-func (c *Client) runOnce(ctx context.Context, host, name string, auth bool, cmd bson.D, out any) error {
+func (c *Client) runOnce(ctx context.Context, host, db, name string, auth bool, cmd bson.D, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
 	defer cancel()
 	dc, err := c.conn(host, auth)
 	if err != nil {
 		return classify(host, name, err)
 	}
-	res := dc.Database("admin").RunCommand(ctx, cmd)
+	res := dc.Database(db).RunCommand(ctx, cmd)
 	if err := res.Err(); err != nil {
 		return classify(host, name, err)
 	}

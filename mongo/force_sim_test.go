@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,7 +65,11 @@ func TestForceOntoMongodSim(t *testing.T) {
 		}
 		_ = procs[h].Kill()
 	}
-	_ = procs[primary].Kill()
+	// The primary is frozen, not killed: it comes back below, REMOVED.
+	if err := procs[primary].Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = procs[primary].Signal(syscall.SIGCONT) }()
 	cfg, err := c.Config(ctx, survivor)
 	if err != nil {
 		t.Fatal(err)
@@ -105,4 +110,38 @@ func TestForceOntoMongodSim(t *testing.T) {
 		}
 		return nil
 	})
+
+	// The old primary, continued, learns the forced config and is REMOVED:
+	// it holds a config that does not name it, and hello and
+	// replSetGetStatus no longer tell its optime; its local database does.
+	if err := procs[primary].Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the old primary REMOVED", func() error {
+		r, err := c.Hello(ctx, primary)
+		if err != nil {
+			return err
+		}
+		if r.SetName != "" || !r.LastWrite.OpTime.IsZero() {
+			return fmt.Errorf("hello %+v", r)
+		}
+		return nil
+	})
+	local, err := c.Local(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if local.Config == nil || local.Config.Member(primary) != nil {
+		t.Fatalf("the REMOVED member holds %+v, want a config that does not name it", local.Config)
+	}
+	if local.LastOplog.IsZero() {
+		t.Fatal("the REMOVED member's newest oplog entry is not read")
+	}
+	mine, err := c.Local(ctx, survivor)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mine.Config == nil || mine.Config.Version < f.Config.Version || mine.LastOplog.Compare(local.LastOplog) <= 0 {
+		t.Fatalf("the survivor's own state: config %+v, newest oplog %+v (the old primary's %+v)", mine.Config, mine.LastOplog, local.LastOplog)
+	}
 }

@@ -748,3 +748,23 @@ func (r *ReplicaSet) Close(context.Context) error {
 	r.closed = true
 	return nil
 }
+
+// Local implements mongo.Admin: the config the member holds (also when it is
+// REMOVED) and its optime when it holds data.
+func (r *ReplicaSet) Local(ctx context.Context, host string) (mongo.Local, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, err := r.begin(ctx, host, "find local")
+	if err != nil {
+		return mongo.Local{}, err
+	}
+	var out mongo.Local
+	if n.config != nil {
+		cfg := *n.config
+		out.Config = &cfg
+	}
+	if n.hasData {
+		out.LastOplog = n.optime
+	}
+	return out, nil
+}

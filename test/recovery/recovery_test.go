@@ -34,6 +34,7 @@ const (
 
 var (
 	gracePeriod     = 30 * time.Second
+	lagFor          = 8 * time.Second // under the 10 s election timeout: the cut-off survivor stays SECONDARY
 	nodeLossGrace   = 20 * time.Second
 	healthyBound    = 4 * time.Minute
 	actionBound     = 3 * time.Minute
@@ -65,7 +66,7 @@ func TestRecovery(t *testing.T) {
 	nodes.Name = "nodes"
 	nodes.Spec.Recovery.NodeLossGracePeriod = &metav1.Duration{Duration: nodeLossGrace}
 
-	ml := majorityLoss{idx: autoIdx}
+	ml := majorityLoss{idx: autoIdx, lag: true}
 	mm := majorityLoss{idx: manualIdx, manual: true}
 	var nl nodeLoss
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -22,9 +22,14 @@ import (
 // the survivor is primary, then lets them go on, and waits for Healthy.
 // Under Manual it also waits past the grace period (nothing is forced), then
 // approves the wrong member (a frozen one: refused), then the survivor.
+// With lag, the survivor is first cut off from the other two for lagFor, so
+// that they go on committing writes it never gets: they come back diverged
+// and must be wiped and resynced, and the writes after the survivor's optime
+// are lost, inside the window the force records at risk.
 type majorityLoss struct {
 	idx    int // the cluster
 	manual bool
+	lag    bool
 
 	survivor string   // host
 	pods     []string // the frozen ones
@@ -63,12 +68,27 @@ func (ml *majorityLoss) run(ctx context.Context, s *chaos.Scene) error {
 			}
 		}
 	}()
+	lagTag := "recovery-lag-" + c.Name
+	if ml.lag {
+		if err := s.Faults().Partition(ctx, lagTag, c.Namespace, []string{podOf(ml.survivor)}, ml.pods); err != nil {
+			return err
+		}
+		defer func() { _ = s.Faults().Heal(context.WithoutCancel(ctx), lagTag) }()
+		evidence = append(evidence, fmt.Sprintf("%s cut off from %s for %s", podOf(ml.survivor), strings.Join(ml.pods, ", "), lagFor))
+		sleepFor(ctx, lagFor)
+	}
 	for _, p := range ml.pods {
 		ev, err := s.Faults().Pause(ctx, c.Namespace, p)
 		if err != nil {
 			return err
 		}
 		evidence = append(evidence, ev)
+	}
+	if ml.lag {
+		// The two are frozen: the survivor, reachable again, cannot catch up.
+		if err := s.Faults().Heal(ctx, lagTag); err != nil {
+			return err
+		}
 	}
 	if until(ctx, evidenceTimeout, func() bool { return condition(ctx, s, c, v1alpha1.ConditionMajorityLost) }) {
 		ml.lostSeen = time.Now()
@@ -174,6 +194,9 @@ func (ml *majorityLoss) judge(t *testing.T, recs []record, h *chaos.History, key
 	if !ok {
 		t.Errorf("%s: no MajorityRestored after the force", name)
 	}
+	if ml.lag {
+		ml.judgeWipes(t, recs, h, key, name, decided, fd)
+	}
 	action, _ := first(recs, ml.start, func(r record) bool { _, ok := r.Event.(actors.ActionStarted); return ok })
 	t.Logf("%s, gracePeriod %s: fault at %s; MajorityLost +%s; first action (%s) +%s; force +%s; majority restored +%s; members resumed +%s; Healthy +%s",
 		name, gracePeriod, ml.start.UTC().Format(time.RFC3339), since(ml.start, lost.At), action.Type, since(ml.start, action.At),
@@ -183,6 +206,44 @@ func (ml *majorityLoss) judge(t *testing.T, recs []record, h *chaos.History, key
 		if a, ok := r.Event.(actors.ActionStarted); ok && !r.At.Before(ml.start) {
 			t.Logf("  +%s %s %s: %s", since(ml.start, r.At), a.Action, a.Target, a.Reason)
 		}
+	}
+}
+
+// judgeWipes: after a lagging survivor was forced, the two frozen members came
+// back with writes past its optime (the force recorded them at risk, and the
+// checker excused them), and each was wiped (WipeMember, its claim replaced)
+// and resynced.
+func (ml *majorityLoss) judgeWipes(t *testing.T, recs []record, h *chaos.History, key, name string, decided record, fd actors.ForceDecided) {
+	t.Helper()
+	if fd.LossSeen.IsZero() {
+		t.Errorf("%s: ForceDecided without lossSeen: %+v", name, fd)
+	}
+	wiped := map[string]time.Time{}
+	for _, r := range recs {
+		if a, ok := r.Event.(actors.ActionStarted); ok && a.Action == actors.ActWipeMember && r.At.After(decided.At) {
+			if _, seen := wiped[a.Target]; seen {
+				t.Errorf("%s: %s wiped twice", name, a.Target)
+			}
+			wiped[a.Target] = r.At
+			t.Logf("%s: +%s WipeMember %s: %s", name, since(ml.start, r.At), a.Target, a.Reason)
+		}
+	}
+	for _, p := range ml.pods {
+		if _, ok := wiped[p]; !ok {
+			t.Errorf("%s: %s came back with writes past the survivor's and was not wiped", name, p)
+		}
+	}
+	if len(wiped) != len(ml.pods) {
+		t.Errorf("%s: %d members wiped, want %d (%v)", name, len(wiped), len(ml.pods), wiped)
+	}
+	n := 0
+	for _, w := range h.Wiped {
+		if w.Cluster == key {
+			n++
+		}
+	}
+	if n != len(ml.pods) {
+		t.Errorf("%s: the checker collected %d wipes, want %d", name, n, len(ml.pods))
 	}
 }
 
