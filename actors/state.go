@@ -76,6 +76,10 @@ type State struct {
 	// disaster it was about is over.
 	Refused *ApprovalRefused `json:"refused,omitempty"`
 
+	// Troubles are the members (by pod name) recorded resyncing, stuck or
+	// wiped, until they serve again (decide_stuck.go).
+	Troubles map[string]Trouble `json:"troubles,omitempty"`
+
 	// InFlight is the action started and not yet finished or failed.
 	InFlight *ActionStarted `json:"inFlight,omitempty"`
 	// LastFailure is the last action failure, for status and people.
@@ -99,6 +103,7 @@ func Initial() State { return State{Phase: v1alpha1.PhaseProvisioning} }
 // randomness; the same events give the same state, live, on restart and in replay.
 func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s.Seq, s.At = seq, at
+	s = foldTrouble(s, at, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

@@ -227,9 +227,18 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	for _, p := range pods.Items {
-		o.Pods[p.Name] = PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
+		pv := PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
 			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts),
 			Node: p.Spec.NodeName}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == kube.MongodContainer {
+				pv.Restarts = c.RestartCount
+				if t := c.LastTerminationState.Terminated; t != nil {
+					pv.LastExitCode = t.ExitCode
+				}
+			}
+		}
+		o.Pods[p.Name] = pv
 	}
 	w.observeNodes(ctx, m, o)
 	return nil
@@ -320,10 +329,41 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 			}
 		}
 	}
+	w.observeTroubled(ctx, admin, o)
 	if o.Primary != "" && adminUser != "" {
 		if ok, err := admin.UserExists(ctx, o.Primary, adminUser); err == nil {
 			o.AdminUser = &ok
 		}
+	}
+}
+
+// observeTroubled asks each member that answers hello but is not PRIMARY,
+// SECONDARY or ARBITER for its own replSetGetStatus (bounded like every
+// call): its state, infoMessage and initial sync progress are the evidence of
+// a member that came back empty or is stuck (decide_stuck.go); only the
+// member itself reports them. A member without a config says whether it is
+// empty (NotYetInitialized) or REMOVED (InvalidReplicaSetConfig).
+func (w *KubeWorld) observeTroubled(ctx context.Context, admin mongo.Admin, o *Observation) {
+	for host, mv := range o.Members {
+		if !mv.Answers || mv.Arbiter || (mv.HasConfig && mv.State.Healthy()) {
+			continue
+		}
+		if mv.State == mongo.StateRemoved {
+			mv.Removed = true
+		}
+		st, err := admin.Status(ctx, host)
+		switch {
+		case err == nil:
+			mv.OwnState, mv.InitialSync = st.MyState, st.InitialSyncStatus
+			if self := st.Self(); self != nil {
+				mv.InfoMessage = self.InfoMessage
+			}
+		case errors.Is(err, mongo.ErrNotYetInitialized):
+			mv.Empty = true
+		case errors.Is(err, mongo.ErrInvalidReplicaSetConfig):
+			mv.Removed = true
+		}
+		o.Members[host] = mv
 	}
 }
 
