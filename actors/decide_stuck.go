@@ -6,14 +6,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
 
 // The rules of Decide for a member that came back empty or is stuck
 // (docs/design/recovery.md, cases 2 and 3):
 //
-//  1. A member that answers with an empty volume (NotYetInitialized) or in
-//     initial sync (STARTUP2) is resyncing by itself: recorded
+//  1. A member of the config that answers with an empty volume
+//     (NotYetInitialized) or in initial sync (STARTUP2; a new member's first
+//     sync too) is resyncing by itself: recorded
 //     (MemberResyncing, with the initial sync progress once it shows), nothing
 //     else is done; the other members are not touched.
 //  2. A member that cannot get back by itself is recorded with the evidence
@@ -79,7 +81,10 @@ func (d *decider) trouble(dm mongo.DesiredMember) (kind, evidence string) {
 	if mv.OwnState != 0 {
 		state = mv.OwnState
 	}
-	inSync := mv.Empty || (mv.HasConfig && state == mongo.StateStartup2)
+	// An empty member outside the config is a new one (a scale-up) or one
+	// to be wiped after a force (decide_recovery.go): not "came back empty".
+	empty := mv.Empty && o.Config != nil && o.Config.Member(dm.Host) != nil
+	inSync := empty || (mv.HasConfig && state == mongo.StateStartup2)
 	pod := o.Pods[dm.Name]
 	switch {
 	case inSync && mv.InitialSync.Exhausted():
@@ -90,7 +95,7 @@ func (d *decider) trouble(dm mongo.DesiredMember) (kind, evidence string) {
 			ev += "; " + p
 		}
 		return TroubleInitialSyncFailing, ev
-	case mv.Empty:
+	case empty:
 		return TroubleResyncing, fmt.Sprintf("%s answers without a config and its replSetGetStatus says NotYetInitialized: its volume came back empty; mongod initial-syncs it once a heartbeat hands it the config", dm.Name)
 	case inSync:
 		ev := fmt.Sprintf("%s is STARTUP2 (initial sync)", dm.Name)
@@ -116,8 +121,12 @@ func serving(mv MemberView) bool {
 }
 
 // observeTroubles records each member's trouble when it starts or changes,
-// and its end (rules 1, 2 and 4).
+// and its end (rules 1, 2 and 4). Not while the set is being initiated: its
+// members' first initial syncs are no trouble.
 func (d *decider) observeTroubles() {
+	if !d.s.Initiated || d.s.Phase == v1alpha1.PhaseProvisioning || d.s.Phase == v1alpha1.PhaseInitiating {
+		return
+	}
 	for _, dm := range d.in.Desired {
 		mv := d.in.Obs.Members[dm.Host]
 		t, known := d.s.Troubles[dm.Name]

@@ -165,7 +165,7 @@ func TestDescribeRecoveryEvents(t *testing.T) {
 			[]string{"db-1 resyncs by itself: db-1 is STARTUP2; initial sync: 10 of ~20 bytes"}},
 		{actors.MemberStuck{Member: "db-2", Kind: "TooStale", Evidence: "RECOVERING"}, []string{"db-2 stuck (TooStale): RECOVERING"}},
 		{actors.MemberRecovered{Member: "db-2", Trouble: "Resyncing", Since: since, State: "SECONDARY"},
-			[]string{"db-2 is SECONDARY again (Resyncing since 2026-12-01T05:00:00Z)"}},
+			[]string{"db-2 is SECONDARY (after Resyncing since 2026-12-01T05:00:00Z)"}},
 	} {
 		got := describe(c.e)
 		for _, w := range c.want {

@@ -199,7 +199,7 @@ func describeRecovery(e actors.Event) string {
 	case actors.MemberStuck:
 		return fmt.Sprintf("%s stuck (%s): %s", e.Member, e.Kind, e.Evidence)
 	case actors.MemberRecovered:
-		return fmt.Sprintf("%s is %s again (%s since %s)", e.Member, e.State, e.Trouble, e.Since.UTC().Format(time.RFC3339))
+		return fmt.Sprintf("%s is %s (after %s since %s)", e.Member, e.State, e.Trouble, e.Since.UTC().Format(time.RFC3339))
 	}
 	return ""
 }
