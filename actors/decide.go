@@ -174,6 +174,7 @@ func (d *decider) settleInFlight() {
 // observe records what changed in the world since the state last saw it.
 func (d *decider) observe() {
 	o := d.in.Obs
+	claims := d.s.Claims // before this view: a claim replaced since is a new volume
 	view := digest(d.in, o)
 	if !sameView(view, d.s.View) {
 		d.emit(view)
@@ -207,7 +208,7 @@ func (d *decider) observe() {
 	}
 	d.observeMajority()
 	d.volumesLost()
-	d.observeTroubles()
+	d.observeTroubles(claims)
 }
 
 // configSeen names a member that holds a config: the config read, or else a
@@ -268,7 +269,8 @@ func digest(in Inputs, o Observation) MembersObserved {
 		if name == "" {
 			name = mv.Name
 		}
-		v.Members = append(v.Members, MemberDigest{Name: name, Host: host, State: state, Healthy: healthy, Votes: votes, Prio: prio, Hidden: hidden})
+		v.Members = append(v.Members, MemberDigest{Name: name, Host: host, State: state, Healthy: healthy, Votes: votes, Prio: prio, Hidden: hidden,
+			Claim: o.Claims[name]})
 	}
 	if o.Config != nil {
 		for _, m := range o.Config.Members {

@@ -13,9 +13,10 @@ import (
 // The rules of Decide for a member that came back empty or is stuck
 // (docs/design/recovery.md, cases 2 and 3):
 //
-//  1. A member of the config that answers with an empty volume
+//  1. A member whose data claim was replaced (a new UID: a new volume), or
+//     a member of the config that answers with an empty volume
 //     (NotYetInitialized) or in initial sync (STARTUP2; a new member's first
-//     sync too) is resyncing by itself: recorded
+//     sync too), is resyncing by itself: recorded
 //     (MemberResyncing, with the initial sync progress once it shows), nothing
 //     else is done; the other members are not touched.
 //  2. A member that cannot get back by itself is recorded with the evidence
@@ -121,15 +122,26 @@ func serving(mv MemberView) bool {
 }
 
 // observeTroubles records each member's trouble when it starts or changes,
-// and its end (rules 1, 2 and 4). Not while the set is being initiated: its
-// members' first initial syncs are no trouble.
-func (d *decider) observeTroubles() {
+// and its end (rules 1, 2 and 4). A member whose data claim was replaced
+// since the last view (claims: the UIDs known before it) has a new, empty
+// volume: it is recorded resyncing even when its initial sync was too quick
+// for any observation to see it empty or in STARTUP2. Not while the set is
+// being initiated: its members' first initial syncs are no trouble.
+func (d *decider) observeTroubles(claims map[string]string) {
 	if !d.s.Initiated || d.s.Phase == v1alpha1.PhaseProvisioning || d.s.Phase == v1alpha1.PhaseInitiating {
 		return
 	}
 	for _, dm := range d.in.Desired {
 		mv := d.in.Obs.Members[dm.Host]
 		t, known := d.s.Troubles[dm.Name]
+		if old, cur := claims[dm.Name], d.in.Obs.Claims[dm.Name]; old != "" && cur != "" && old != cur && !(known && t.Kind == TroubleResyncing) {
+			ev := fmt.Sprintf("the data claim of %s was replaced (uid %s, now %s): a new, empty volume; mongod initial-syncs it", dm.Name, old, cur)
+			if serving(mv) {
+				ev += "; it is " + mv.State.String() + " already (its initial sync ended between two observations)"
+			}
+			d.emit(MemberResyncing{Member: dm.Name, Host: dm.Host, Evidence: ev, Progress: mv.InitialSync.Progress()})
+			t, known = d.s.Troubles[dm.Name]
+		}
 		if known && serving(mv) {
 			d.emit(MemberRecovered{Member: dm.Name, Host: dm.Host, Trouble: t.Kind, Since: t.Since, State: mv.State.String()})
 			continue

@@ -228,3 +228,39 @@ func TestRemovedMemberIsReAdded(t *testing.T) {
 		t.Fatalf("action %+v, events %v; want the reconfig adding demo-2", d.Action, types(d))
 	}
 }
+
+// A member whose data claim was replaced has a new, empty volume: recorded
+// resyncing even when it is SECONDARY again by the next observation (a small
+// initial sync is over in less than a second), and back at once.
+func TestReplacedClaimIsRecordedEvenWhenTheResyncWasUnseen(t *testing.T) {
+	w := newWorld(demo(3)).initiated()
+	w.obs.Claims = map[string]string{"demo-0": "c0", "demo-1": "c1", "demo-2": "c2"}
+	s := healthyState(t, w)
+	if s.Claims["demo-1"] != "c1" {
+		t.Fatalf("claims %v", s.Claims)
+	}
+	delete(w.obs.Claims, "demo-1") // being deleted: unknown for a moment
+	w.set(1, func(mv *MemberView) { *mv = MemberView{Name: mv.Name, Host: mv.Host, Err: "connection refused"} })
+	s, d := decideAt(s, w, t0.Add(time.Minute))
+	if has(d, "MemberResyncing") || s.Claims["demo-1"] != "c1" {
+		t.Fatalf("claim gone for a moment: %v, claims %v", types(d), s.Claims)
+	}
+	w.obs.Claims["demo-1"] = "c1-new"
+	w.set(1, func(mv *MemberView) {
+		*mv = MemberView{Name: mv.Name, Host: mv.Host, Answers: true, HasConfig: true, ConfigVersion: 1, State: mongo.StateSecondary}
+	})
+	s, d = decideAt(s, w, t0.Add(2*time.Minute))
+	e := event[MemberResyncing](t, d)
+	if !strings.Contains(e.Evidence, "uid c1, now c1-new") || !strings.Contains(e.Evidence, "SECONDARY already") {
+		t.Errorf("resyncing %+v", e)
+	}
+	if r := event[MemberRecovered](t, d); r.Member != "demo-1" || r.Trouble != TroubleResyncing {
+		t.Errorf("recovered %+v", r)
+	}
+	if d.Action != nil || s.Troubles != nil || s.Claims["demo-1"] != "c1-new" {
+		t.Errorf("action %+v, troubles %v, claims %v", d.Action, s.Troubles, s.Claims)
+	}
+	if _, d = decideAt(s, w, t0.Add(3*time.Minute)); has(d, "MemberResyncing") {
+		t.Error("recorded twice")
+	}
+}

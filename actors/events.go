@@ -124,6 +124,9 @@ type MemberDigest struct {
 	Votes   int32  `json:"votes"`
 	Prio    int32  `json:"priority"`
 	Hidden  bool   `json:"hidden,omitempty"`
+	// Claim is the UID of the member's data claim, when known: a new one is
+	// a new, empty volume (decide_stuck.go).
+	Claim string `json:"claim,omitempty"`
 }
 
 // MembersObserved records a change in the replica set as observed: the

@@ -21,6 +21,10 @@ type Observation struct {
 	Replicas int32
 	// Pods are the member pods found, by name.
 	Pods map[string]PodView
+	// Claims are the UIDs of the member pods' data claims, by pod name (a
+	// claim being deleted or not yet created is absent; nil when they could
+	// not be listed): a new UID is a new, empty volume.
+	Claims map[string]string
 	// Problems are what blocks progress outside the operator (unschedulable
 	// pods, a missing storage class, crash loops), from kube.Diagnose.
 	Problems []Problem

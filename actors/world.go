@@ -241,7 +241,27 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		o.Pods[p.Name] = pv
 	}
 	w.observeNodes(ctx, m, o)
+	w.observeClaims(ctx, m, o)
 	return nil
+}
+
+// observeClaims reads the UIDs of the members' data claims (one bounded
+// list); a failed list leaves them unknown, which no rule acts on.
+func (w *KubeWorld) observeClaims(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+	defer cancel()
+	l, err := w.Kube.CoreV1().PersistentVolumeClaims(m.Namespace).List(cctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(kube.ClusterSelectorLabels(m)).String()})
+	if err != nil {
+		return
+	}
+	o.Claims = map[string]string{}
+	for _, c := range l.Items {
+		pod, ok := strings.CutPrefix(c.Name, kube.DataVolume+"-")
+		if ok && c.DeletionTimestamp == nil && podOrdinal(m, pod) >= 0 {
+			o.Claims[pod] = string(c.UID)
+		}
+	}
 }
 
 // isMember is true for a data member's pod (not the arbiter's).
