@@ -134,7 +134,7 @@ func (d *decider) observeTroubles(claims map[string]string) {
 	for _, dm := range d.in.Desired {
 		mv := d.in.Obs.Members[dm.Host]
 		t, known := d.s.Troubles[dm.Name]
-		if old, cur := claims[dm.Name], d.in.Obs.Claims[dm.Name]; old != "" && cur != "" && old != cur && !(known && t.Kind == TroubleResyncing) {
+		if old, cur := claims[dm.Name], d.in.Obs.Claims[dm.Name]; old != "" && cur != "" && old != cur && (!known || t.Kind != TroubleResyncing) {
 			ev := fmt.Sprintf("the data claim of %s was replaced (uid %s, now %s): a new, empty volume; mongod initial-syncs it", dm.Name, old, cur)
 			if serving(mv) {
 				ev += "; it is " + mv.State.String() + " already (its initial sync ended between two observations)"
