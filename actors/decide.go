@@ -84,14 +84,16 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //  1. A spec generation not seen before is recorded.
 //  2. An action the log shows in flight (its result lost in a crash) is
 //     settled from the world: its effect observed → finished, else failed.
-//  3. What changed in the world is recorded (members, problems, majority);
-//     where the world contradicts the log the world wins, with an event saying so.
+//  3. What changed in the world is recorded (members, problems, majority,
+//     a member resyncing or stuck: decide_stuck.go); where the world
+//     contradicts the log the world wins, with an event saying so.
 //  4. Paused: nothing more; nor while an action is in flight or the last
 //     failure's back-off runs.
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
 //     force-deleted (decide_recovery.go).
-//  6. The phase's own rule decides the next action.
+//  6. The phase's own rule decides the next action (Recovering wipes a
+//     diverged member, then a stuck one, before it plans the membership).
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
@@ -172,6 +174,7 @@ func (d *decider) settleInFlight() {
 // observe records what changed in the world since the state last saw it.
 func (d *decider) observe() {
 	o := d.in.Obs
+	claims := d.s.Claims // before this view: a claim replaced since is a new volume
 	view := digest(d.in, o)
 	if !sameView(view, d.s.View) {
 		d.emit(view)
@@ -205,6 +208,7 @@ func (d *decider) observe() {
 	}
 	d.observeMajority()
 	d.volumesLost()
+	d.observeTroubles(claims)
 }
 
 // configSeen names a member that holds a config: the config read, or else a
@@ -265,7 +269,8 @@ func digest(in Inputs, o Observation) MembersObserved {
 		if name == "" {
 			name = mv.Name
 		}
-		v.Members = append(v.Members, MemberDigest{Name: name, Host: host, State: state, Healthy: healthy, Votes: votes, Prio: prio, Hidden: hidden})
+		v.Members = append(v.Members, MemberDigest{Name: name, Host: host, State: state, Healthy: healthy, Votes: votes, Prio: prio, Hidden: hidden,
+			Claim: o.Claims[name]})
 	}
 	if o.Config != nil {
 		for _, m := range o.Config.Members {
@@ -438,7 +443,7 @@ func (d *decider) recovering() {
 	if o.Primary == "" {
 		return // an election is due; mongod heals this by itself
 	}
-	if d.wipeDiverged() {
+	if d.wipeDiverged() || d.wipeStuck() {
 		return
 	}
 	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, d.answering(), d.in.Mgors.Spec.ReplicaSet)

@@ -265,7 +265,7 @@ func (d *decider) everyMemberEmpty() bool {
 	}
 	for _, dm := range d.in.Desired {
 		mv, ok := o.Members[dm.Host]
-		if !ok || !mv.Answers || mv.HasConfig {
+		if !ok || !mv.Answers || mv.HasConfig || mv.Removed {
 			return false
 		}
 	}

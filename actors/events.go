@@ -124,6 +124,9 @@ type MemberDigest struct {
 	Votes   int32  `json:"votes"`
 	Prio    int32  `json:"priority"`
 	Hidden  bool   `json:"hidden,omitempty"`
+	// Claim is the UID of the member's data claim, when known: a new one is
+	// a new, empty volume (decide_stuck.go).
+	Claim string `json:"claim,omitempty"`
 }
 
 // MembersObserved records a change in the replica set as observed: the
@@ -265,6 +268,38 @@ type NodeLost struct {
 	Pods  []string  `json:"pods"`
 }
 
+// MemberResyncing records a member that came back empty (its volume lost or
+// wiped) and initial-syncs by itself: the operator only watches (case 2).
+// Written when first seen, and once more with the initial sync progress.
+type MemberResyncing struct {
+	Member   string `json:"member"`
+	Host     string `json:"host"`
+	Evidence string `json:"evidence"`
+	// Progress is replSetGetStatus.initialSyncStatus in words, when known.
+	Progress string `json:"progress,omitempty"`
+}
+
+// MemberStuck records a member that cannot get back by itself, with the
+// evidence (case 3): Kind TooStale or InitialSyncFailing (wiped after
+// stuckBound), or Removed (added to the config again by the planner).
+type MemberStuck struct {
+	Member   string `json:"member"`
+	Host     string `json:"host"`
+	Kind     string `json:"kind"`
+	Evidence string `json:"evidence"`
+}
+
+// MemberRecovered records that a member recorded resyncing, stuck or wiped
+// serves again (SECONDARY or PRIMARY).
+type MemberRecovered struct {
+	Member string `json:"member"`
+	Host   string `json:"host"`
+	// Trouble is the last kind recorded, Since when it was recorded.
+	Trouble string    `json:"trouble"`
+	Since   time.Time `json:"since"`
+	State   string    `json:"state"`
+}
+
 // MajorityRestored records that a voting majority answers again.
 type MajorityRestored struct {
 	Reachable []string `json:"reachable"`
@@ -303,6 +338,9 @@ func (ActionUncertain) Type() string   { return "ActionUncertain" }
 func (ApprovalWithdrawn) Type() string { return "ApprovalWithdrawn" }
 func (VolumesLost) Type() string       { return "VolumesLost" }
 func (NodeLost) Type() string          { return "NodeLost" }
+func (MemberResyncing) Type() string   { return "MemberResyncing" }
+func (MemberStuck) Type() string       { return "MemberStuck" }
+func (MemberRecovered) Type() string   { return "MemberRecovered" }
 
 // payloadVersion is the schema version of every payload written today.
 const payloadVersion = 1
@@ -344,6 +382,9 @@ func init() {
 	register(ApprovalWithdrawn{})
 	register(VolumesLost{})
 	register(NodeLost{})
+	register(MemberResyncing{})
+	register(MemberStuck{})
+	register(MemberRecovered{})
 }
 
 // Encode wraps an event in a record of the given stream, at seq.

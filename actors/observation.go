@@ -21,6 +21,10 @@ type Observation struct {
 	Replicas int32
 	// Pods are the member pods found, by name.
 	Pods map[string]PodView
+	// Claims are the UIDs of the member pods' data claims, by pod name (a
+	// claim being deleted or not yet created is absent; nil when they could
+	// not be listed): a new UID is a new, empty volume.
+	Claims map[string]string
 	// Problems are what blocks progress outside the operator (unschedulable
 	// pods, a missing storage class, crash loops), from kube.Diagnose.
 	Problems []Problem
@@ -66,6 +70,11 @@ type PodView struct {
 	Node              string    `json:"node,omitempty"`
 	NodeReady         bool      `json:"nodeReady,omitempty"`
 	NodeNotReadySince time.Time `json:"nodeNotReadySince,omitzero"`
+	// Restarts is the mongod container's restart count; LastExitCode the exit
+	// code of its last termination (0 when it never ended): mongod exits 14
+	// on a fassert, e.g. once initial sync used up its attempts.
+	Restarts     int32 `json:"restarts,omitempty"`
+	LastExitCode int32 `json:"lastExitCode,omitempty"`
 }
 
 // MemberView is one member as its own hello (and status) reports it.
@@ -80,9 +89,15 @@ type MemberView struct {
 	Err string
 	// HasConfig is true when the member holds a replica-set config naming it.
 	HasConfig bool
-	// Removed is true when the member holds a config that does not name it
-	// (read from its local database: its hello shows no config).
+	// Removed is true when the member holds a config that does not name it:
+	// its local database holds such a config (its hello shows none), its own
+	// replSetGetStatus answers InvalidReplicaSetConfig (93), or the primary's
+	// status shows it REMOVED.
 	Removed bool
+	// Empty is true when the member answers hello without a config and its
+	// own replSetGetStatus says NotYetInitialized (94): a volume that came
+	// back empty, before a heartbeat hands it the config.
+	Empty bool
 	// ConfigVersion is the version of its config.
 	ConfigVersion int64
 	// State is the replica-set state as the primary's status reports it.
@@ -92,6 +107,13 @@ type MemberView struct {
 	// LastWrite is the member's own last applied write (hello's lastWrite; a
 	// REMOVED member's newest oplog entry).
 	LastWrite mongo.OpTime
+	// Own* come from the member's own replSetGetStatus, read only for a
+	// member that is not PRIMARY, SECONDARY or ARBITER: its state, its
+	// infoMessage ("Could not find member to sync from" when too stale) and
+	// its initial sync progress (nil when not in initial sync).
+	OwnState    mongo.MemberState
+	InfoMessage string
+	InitialSync *mongo.InitialSyncStatus
 }
 
 // answering returns the hosts that answer hello, as the planner wants them.

@@ -76,6 +76,13 @@ type State struct {
 	// disaster it was about is over.
 	Refused *ApprovalRefused `json:"refused,omitempty"`
 
+	// Claims are the last known UIDs of the members' data claims, by pod name
+	// (from MembersObserved; a claim missing for a moment keeps its UID).
+	Claims map[string]string `json:"claims,omitempty"`
+	// Troubles are the members (by pod name) recorded resyncing, stuck or
+	// wiped, until they serve again (decide_stuck.go).
+	Troubles map[string]Trouble `json:"troubles,omitempty"`
+
 	// InFlight is the action started and not yet finished or failed.
 	InFlight *ActionStarted `json:"inFlight,omitempty"`
 	// LastFailure is the last action failure, for status and people.
@@ -99,6 +106,7 @@ func Initial() State { return State{Phase: v1alpha1.PhaseProvisioning} }
 // randomness; the same events give the same state, live, on restart and in replay.
 func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s.Seq, s.At = seq, at
+	s = foldTrouble(s, at, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused
@@ -172,6 +180,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		}
 	case MembersObserved:
 		s.View = e
+		s.Claims = claims(s.Claims, e.Members)
 		s.CommitPoint = newer(s.CommitPoint, e.CommitPoint)
 		s.UnhealthySince = unhealthySince(s.UnhealthySince, e.Members, at)
 	case ProblemsObserved:
@@ -241,6 +250,23 @@ func unhealthySince(prev map[string]time.Time, members []MemberDigest, at time.T
 		} else {
 			out[h] = at
 		}
+	}
+	return out
+}
+
+// claims folds a view's claim UIDs into the last known ones (a new map when
+// one changed: states are values).
+func claims(prev map[string]string, members []MemberDigest) map[string]string {
+	out, cloned := prev, false
+	for _, m := range members {
+		if m.Claim == "" || out[m.Name] == m.Claim {
+			continue
+		}
+		if !cloned {
+			out, cloned = make(map[string]string, len(prev)+1), true
+			maps.Copy(out, prev)
+		}
+		out[m.Name] = m.Claim
 	}
 	return out
 }

@@ -227,12 +227,41 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	for _, p := range pods.Items {
-		o.Pods[p.Name] = PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
+		pv := PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
 			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts),
 			Node: p.Spec.NodeName}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == kube.MongodContainer {
+				pv.Restarts = c.RestartCount
+				if t := c.LastTerminationState.Terminated; t != nil {
+					pv.LastExitCode = t.ExitCode
+				}
+			}
+		}
+		o.Pods[p.Name] = pv
 	}
 	w.observeNodes(ctx, m, o)
+	w.observeClaims(ctx, m, o)
 	return nil
+}
+
+// observeClaims reads the UIDs of the members' data claims (one bounded
+// list); a failed list leaves them unknown, which no rule acts on.
+func (w *KubeWorld) observeClaims(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+	defer cancel()
+	l, err := w.Kube.CoreV1().PersistentVolumeClaims(m.Namespace).List(cctx, metav1.ListOptions{
+		LabelSelector: labels.SelectorFromSet(kube.ClusterSelectorLabels(m)).String()})
+	if err != nil {
+		return
+	}
+	o.Claims = map[string]string{}
+	for _, c := range l.Items {
+		pod, ok := strings.CutPrefix(c.Name, kube.DataVolume+"-")
+		if ok && c.DeletionTimestamp == nil && podOrdinal(m, pod) >= 0 {
+			o.Claims[pod] = string(c.UID)
+		}
+	}
 }
 
 // isMember is true for a data member's pod (not the arbiter's).
@@ -247,105 +276,6 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
-}
-
-// observeMembers asks each member hello, then the config and status from the
-// primary (or the member with the newest config), then the admin user.
-func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, adminUser string, o *Observation) {
-	type answer struct {
-		dm    mongo.DesiredMember
-		hello mongo.HelloReply
-		err   error
-	}
-	answers := make(chan answer, len(desired))
-	for _, dm := range desired {
-		go func() {
-			h, err := admin.Hello(ctx, dm.Host)
-			answers <- answer{dm, h, err}
-		}()
-	}
-	best := ""
-	var bestVersion int64
-	for range desired {
-		a := <-answers
-		mv := MemberView{Name: a.dm.Name, Host: a.dm.Host, Arbiter: a.dm.Arbiter}
-		if a.err != nil {
-			mv.Err = a.err.Error()
-		} else {
-			mv.Answers = true
-			mv.HasConfig = a.hello.SetName != ""
-			mv.ConfigVersion = a.hello.SetVersion
-			mv.Primary = a.hello.IsWritablePrimary
-			mv.LastWrite = a.hello.LastWrite.OpTime
-			if mv.Primary {
-				o.Primary = a.dm.Host
-			}
-			if mv.HasConfig && (best == "" || mv.ConfigVersion > bestVersion) {
-				best, bestVersion = a.dm.Host, mv.ConfigVersion
-			}
-		}
-		o.Members[a.dm.Host] = mv
-	}
-	source := o.Primary
-	if source == "" {
-		source = best
-	}
-	if source == "" {
-		return // no member holds a config
-	}
-	observeOutside(ctx, admin, o)
-	if cfg, err := admin.Config(ctx, source); err == nil {
-		o.Config, o.ConfigFrom = &cfg, source
-	} else {
-		o.ConfigErr = fmt.Sprintf("replSetGetConfig on %s: %v", source, err)
-	}
-	if st, err := admin.Status(ctx, source); err == nil {
-		o.Status = st
-		for _, ms := range st.Members {
-			for host, mv := range o.Members {
-				if mongo.SameHost(host, ms.Name) {
-					mv.State = ms.State
-					o.Members[host] = mv
-				}
-			}
-		}
-	}
-	if o.Primary == "" && o.Config != nil {
-		// No primary: each survivor's own view is the evidence of a majority loss.
-		o.Statuses = map[string]*mongo.Status{}
-		for host, mv := range o.Members {
-			if mv.Answers && mv.HasConfig {
-				if st, err := admin.Status(ctx, host); err == nil {
-					o.Statuses[host] = st
-				}
-			}
-		}
-	}
-	if o.Primary != "" && adminUser != "" {
-		if ok, err := admin.UserExists(ctx, o.Primary, adminUser); err == nil {
-			o.AdminUser = &ok
-		}
-	}
-}
-
-// observeOutside reads the local database of each data member that answers
-// hello without a config while others hold one. It may be empty (nothing to
-// read), or REMOVED: it holds a config that does not name it (after a forced
-// reconfig or a removal), and neither hello nor replSetGetStatus tells its
-// optime, which says whether it diverged from the survivor of a force.
-func observeOutside(ctx context.Context, admin mongo.Admin, o *Observation) {
-	for host, mv := range o.Members {
-		if !mv.Answers || mv.HasConfig || mv.Arbiter {
-			continue
-		}
-		l, err := admin.Local(ctx, host)
-		if err != nil || l.Config == nil {
-			continue
-		}
-		mv.Removed = l.Config.Member(host) == nil
-		mv.LastWrite = l.LastOplog
-		o.Members[host] = mv
-	}
 }
 
 // Act carries out one action.

@@ -273,6 +273,10 @@ func MongodArgs(m *v1alpha1.Mgors) []string {
 		// and running operations finish, within the pod's 30 s grace period.
 		"--setParameter", "shutdownTimeoutMillisForSignaledShutdown=20000",
 	}
+	if mb := m.Spec.Storage.OplogSizeMB; mb != nil {
+		// Used only when mongod creates the oplog (a new or emptied volume).
+		args = append(args, "--oplogSize", strconv.Itoa(int(*mb)))
+	}
 	if t := m.Spec.TLS; t != nil {
 		mode := string(t.Mode)
 		if mode == "" {

@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"fmt"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -100,6 +101,52 @@ type Status struct {
 	// Optimes holds the observer's commit point: the last write it knows a
 	// majority holds.
 	Optimes StatusOptimes `bson:"optimes,omitempty"`
+	// InitialSyncStatus is the observer's own initial sync progress, present
+	// while it is in initial sync (STARTUP2; mongod 4.2.1+).
+	InitialSyncStatus *InitialSyncStatus `bson:"initialSyncStatus,omitempty"`
+}
+
+// InitialSyncStatus is replSetGetStatus.initialSyncStatus (the part we read):
+// how far an initial sync got and how many attempts failed. mongod exits
+// (fassert, "The maximum number of retries have been exhausted for initial
+// sync") once FailedInitialSyncAttempts reaches MaxFailedInitialSyncAttempts.
+type InitialSyncStatus struct {
+	FailedInitialSyncAttempts    int64     `bson:"failedInitialSyncAttempts"`
+	MaxFailedInitialSyncAttempts int64     `bson:"maxFailedInitialSyncAttempts"`
+	ApproxTotalDataSize          int64     `bson:"approxTotalDataSize,omitempty"`
+	ApproxTotalBytesCopied       int64     `bson:"approxTotalBytesCopied,omitempty"`
+	InitialSyncStart             time.Time `bson:"initialSyncStart,omitempty"`
+	TotalElapsedMillis           int64     `bson:"totalInitialSyncElapsedMillis,omitempty"`
+	AppliedOps                   int64     `bson:"appliedOps,omitempty"`
+	// Attempts are the failed attempts, oldest first.
+	Attempts []InitialSyncAttempt `bson:"initialSyncAttempts,omitempty"`
+}
+
+// InitialSyncAttempt is one failed initial sync attempt.
+type InitialSyncAttempt struct {
+	DurationMillis int64  `bson:"durationMillis"`
+	Status         string `bson:"status"`
+	SyncSource     string `bson:"syncSource"`
+}
+
+// Progress says in words how far the initial sync got, for events.
+func (s *InitialSyncStatus) Progress() string {
+	if s == nil {
+		return ""
+	}
+	out := fmt.Sprintf("initial sync: %d of ~%d bytes copied, %d ops applied, %d of %d attempts failed, %s elapsed",
+		s.ApproxTotalBytesCopied, s.ApproxTotalDataSize, s.AppliedOps, s.FailedInitialSyncAttempts, s.MaxFailedInitialSyncAttempts,
+		(time.Duration(s.TotalElapsedMillis) * time.Millisecond).Round(time.Second))
+	if n := len(s.Attempts); n > 0 {
+		out += "; last failure: " + s.Attempts[n-1].Status
+	}
+	return out
+}
+
+// Exhausted reports whether the initial sync used up its attempts: mongod
+// stops (fassert) and a restart begins again from nothing.
+func (s *InitialSyncStatus) Exhausted() bool {
+	return s != nil && s.MaxFailedInitialSyncAttempts > 0 && s.FailedInitialSyncAttempts >= s.MaxFailedInitialSyncAttempts
 }
 
 // StatusOptimes is replSetGetStatus's optimes document (the part we read).
@@ -123,6 +170,10 @@ type MemberStatus struct {
 	LastHeartbeatMessage string      `bson:"lastHeartbeatMessage,omitempty"`
 	LastHeartbeatRecv    time.Time   `bson:"lastHeartbeatRecv,omitempty"`
 	SyncSourceHost       string      `bson:"syncSourceHost,omitempty"`
+	// InfoMessage is what the member says of itself, e.g. "Could not find
+	// member to sync from" when it is too stale to catch up (mongod fills it
+	// for the observer's own entry).
+	InfoMessage string `bson:"infoMessage,omitempty"`
 }
 
 // Up reports whether the observing member hears from this one.

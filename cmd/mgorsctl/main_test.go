@@ -161,6 +161,11 @@ func TestDescribeRecoveryEvents(t *testing.T) {
 		{actors.ApprovalAccepted{Annotation: "a", Value: "db-2"}, []string{"a=db-2 accepted"}},
 		{actors.NodeLost{Node: "n1", Since: since, Pods: []string{"db-0"}}, []string{"node n1 NotReady since 2026-12-01T05:00:00Z: db-0"}},
 		{actors.VolumesLost{Members: []string{"db-0"}}, []string{"without data: db-0"}},
+		{actors.MemberResyncing{Member: "db-1", Evidence: "db-1 is STARTUP2", Progress: "initial sync: 10 of ~20 bytes copied"},
+			[]string{"db-1 resyncs by itself: db-1 is STARTUP2; initial sync: 10 of ~20 bytes"}},
+		{actors.MemberStuck{Member: "db-2", Kind: "TooStale", Evidence: "RECOVERING"}, []string{"db-2 stuck (TooStale): RECOVERING"}},
+		{actors.MemberRecovered{Member: "db-2", Trouble: "Resyncing", Since: since, State: "SECONDARY"},
+			[]string{"db-2 is SECONDARY (after Resyncing since 2026-12-01T05:00:00Z)"}},
 	} {
 		got := describe(c.e)
 		for _, w := range c.want {

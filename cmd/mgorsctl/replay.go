@@ -193,6 +193,16 @@ func describeRecovery(e actors.Event) string {
 		return "every member answers without data: " + strings.Join(e.Members, ", ")
 	case actors.NodeLost:
 		return fmt.Sprintf("node %s NotReady since %s: %s", e.Node, e.Since.UTC().Format(time.RFC3339), strings.Join(e.Pods, ", "))
+	case actors.MemberResyncing:
+		d := e.Member + " resyncs by itself: " + e.Evidence
+		if e.Progress != "" && !strings.Contains(e.Evidence, e.Progress) {
+			d += "; " + e.Progress
+		}
+		return d
+	case actors.MemberStuck:
+		return fmt.Sprintf("%s stuck (%s): %s", e.Member, e.Kind, e.Evidence)
+	case actors.MemberRecovered:
+		return fmt.Sprintf("%s is %s (after %s since %s)", e.Member, e.State, e.Trouble, e.Since.UTC().Format(time.RFC3339))
 	}
 	return ""
 }

@@ -93,6 +93,18 @@ var Invalid = []Case{
 		Rule:  `supported values: "Retain", "Delete"`,
 	},
 	{
+		Name:  "zero oplog size",
+		Patch: `spec: {storage: {oplogSizeMB: 0}}`,
+		Field: "spec.storage.oplogSizeMB",
+		Rule:  "should be greater than or equal to 1",
+	},
+	{
+		Name:  "oplog size not a number",
+		Patch: `spec: {storage: {oplogSizeMB: "1Gi"}}`,
+		Field: "spec.storage.oplogSizeMB",
+		Rule:  "must be of type integer",
+	},
+	{
 		Name:   "replica set renamed",
 		Update: true,
 		Patch:  `spec: {replicaSetName: rs1}`,

@@ -184,6 +184,16 @@ type StorageSpec struct {
 	// +kubebuilder:default=Retain
 	// +optional
 	Reclaim VolumeReclaim `json:"reclaim,omitempty"`
+
+	// OplogSizeMB is the size of each member's oplog in megabytes, passed to
+	// mongod as --oplogSize. Unset means mongod's default (5% of the disk,
+	// 990 MB to 50 GB). mongod uses it only when it creates the oplog: a
+	// member that already has one keeps its size (resize with
+	// replSetResizeOplog, which refuses less than 990 MB). A small oplog
+	// makes a member that was away fall too stale to catch up sooner.
+	// +kubebuilder:validation:Minimum=1
+	// +optional
+	OplogSizeMB *int32 `json:"oplogSizeMB,omitempty"`
 }
 
 // AntiAffinity says how strongly members are spread over nodes.

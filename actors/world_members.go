@@ -1,0 +1,139 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mgors/operator/mongo"
+)
+
+// observeMembers asks each member hello, then the config and status from the
+// primary (or the member with the newest config), then the admin user.
+func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, adminUser string, o *Observation) {
+	type answer struct {
+		dm    mongo.DesiredMember
+		hello mongo.HelloReply
+		err   error
+	}
+	answers := make(chan answer, len(desired))
+	for _, dm := range desired {
+		go func() {
+			h, err := admin.Hello(ctx, dm.Host)
+			answers <- answer{dm, h, err}
+		}()
+	}
+	best := ""
+	var bestVersion int64
+	for range desired {
+		a := <-answers
+		mv := MemberView{Name: a.dm.Name, Host: a.dm.Host, Arbiter: a.dm.Arbiter}
+		if a.err != nil {
+			mv.Err = a.err.Error()
+		} else {
+			mv.Answers = true
+			mv.HasConfig = a.hello.SetName != ""
+			mv.ConfigVersion = a.hello.SetVersion
+			mv.Primary = a.hello.IsWritablePrimary
+			mv.LastWrite = a.hello.LastWrite.OpTime
+			if mv.Primary {
+				o.Primary = a.dm.Host
+			}
+			if mv.HasConfig && (best == "" || mv.ConfigVersion > bestVersion) {
+				best, bestVersion = a.dm.Host, mv.ConfigVersion
+			}
+		}
+		o.Members[a.dm.Host] = mv
+	}
+	source := o.Primary
+	if source == "" {
+		source = best
+	}
+	if source == "" {
+		return // no member holds a config
+	}
+	observeOutside(ctx, admin, o)
+	if cfg, err := admin.Config(ctx, source); err == nil {
+		o.Config, o.ConfigFrom = &cfg, source
+	} else {
+		o.ConfigErr = fmt.Sprintf("replSetGetConfig on %s: %v", source, err)
+	}
+	if st, err := admin.Status(ctx, source); err == nil {
+		o.Status = st
+		for _, ms := range st.Members {
+			for host, mv := range o.Members {
+				if mongo.SameHost(host, ms.Name) {
+					mv.State = ms.State
+					o.Members[host] = mv
+				}
+			}
+		}
+	}
+	if o.Primary == "" && o.Config != nil {
+		// No primary: each survivor's own view is the evidence of a majority loss.
+		o.Statuses = map[string]*mongo.Status{}
+		for host, mv := range o.Members {
+			if mv.Answers && mv.HasConfig {
+				if st, err := admin.Status(ctx, host); err == nil {
+					o.Statuses[host] = st
+				}
+			}
+		}
+	}
+	w.observeTroubled(ctx, admin, o)
+	if o.Primary != "" && adminUser != "" {
+		if ok, err := admin.UserExists(ctx, o.Primary, adminUser); err == nil {
+			o.AdminUser = &ok
+		}
+	}
+}
+
+// observeOutside reads the local database of each data member that answers
+// hello without a config while others hold one. It may be empty (nothing to
+// read), or REMOVED: it holds a config that does not name it (after a forced
+// reconfig or a removal), and neither hello nor replSetGetStatus tells its
+// optime, which says whether it diverged from the survivor of a force.
+func observeOutside(ctx context.Context, admin mongo.Admin, o *Observation) {
+	for host, mv := range o.Members {
+		if !mv.Answers || mv.HasConfig || mv.Arbiter {
+			continue
+		}
+		l, err := admin.Local(ctx, host)
+		if err != nil || l.Config == nil {
+			continue
+		}
+		mv.Removed = l.Config.Member(host) == nil
+		mv.LastWrite = l.LastOplog
+		o.Members[host] = mv
+	}
+}
+
+// observeTroubled asks each member that answers hello but is not PRIMARY,
+// SECONDARY or ARBITER for its own replSetGetStatus (bounded like every
+// call): its state, infoMessage and initial sync progress are the evidence of
+// a member that came back empty or is stuck (decide_stuck.go); only the
+// member itself reports them. A member without a config says whether it is
+// empty (NotYetInitialized) or REMOVED (InvalidReplicaSetConfig).
+func (w *KubeWorld) observeTroubled(ctx context.Context, admin mongo.Admin, o *Observation) {
+	for host, mv := range o.Members {
+		if !mv.Answers || mv.Arbiter || (mv.HasConfig && mv.State.Healthy()) {
+			continue
+		}
+		if mv.State == mongo.StateRemoved {
+			mv.Removed = true
+		}
+		st, err := admin.Status(ctx, host)
+		switch {
+		case err == nil:
+			mv.OwnState, mv.InitialSync = st.MyState, st.InitialSyncStatus
+			if self := st.Self(); self != nil {
+				mv.InfoMessage = self.InfoMessage
+			}
+		case errors.Is(err, mongo.ErrNotYetInitialized):
+			mv.Empty = true
+		case errors.Is(err, mongo.ErrInvalidReplicaSetConfig):
+			mv.Removed = true
+		}
+		o.Members[host] = mv
+	}
+}
