@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ type answers struct {
 
 func (a *answers) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := a.next.RoundTrip(req)
-	if err != nil || (req.Method != http.MethodPatch && req.Method != http.MethodPost) {
+	if err != nil || (req.Method != http.MethodPatch && req.Method != http.MethodPost) || !strings.Contains(req.URL.Path, "/configmaps") {
 		return resp, err
 	}
 	body, err := io.ReadAll(resp.Body)
@@ -111,10 +112,13 @@ func TestKubeAPIServer(t *testing.T) {
 	if len(rec.seen) != 6 {
 		t.Fatalf("%d writes for one segment and 5 appends: %+v", len(rec.seen), rec.seen)
 	}
+	// Metadata only; it still grows with the segment, as its managedFields
+	// name every data key (about 33 bytes a record), but stays well under it.
 	for _, w := range rec.seen {
-		if w.kind != "PartialObjectMetadata" || w.bytes > 4<<10 {
+		if w.kind != "PartialObjectMetadata" || w.bytes > 200<<10 {
 			t.Fatalf("a %s to a 400 KiB segment was answered with a %q of %d bytes", w.method, w.kind, w.bytes)
 		}
+		t.Logf("%s answered with %s, %d bytes", w.method, w.kind, w.bytes)
 	}
 
 	// A stale writer: its patch carries a resourceVersion the segment has left.
