@@ -2,6 +2,7 @@ package eventlog
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"testing"
 
@@ -16,7 +17,9 @@ import (
 // BenchmarkAppendKubeAPIServer measures the kube store against a real API
 // server: MGORS_BENCH_KUBECONFIG names its kubeconfig (with the Mgors CRD
 // installed). A paused Mgors owns the segments, as in production, so garbage
-// collection leaves them alone; it is deleted afterwards with its log.
+// collection leaves them alone; it is deleted afterwards with its log. Like
+// BenchmarkAppendSegment it appends to an empty segment, a 48 KiB one and a
+// 400 KiB one.
 func BenchmarkAppendKubeAPIServer(b *testing.B) {
 	path := os.Getenv("MGORS_BENCH_KUBECONFIG")
 	if path == "" {
@@ -43,10 +46,7 @@ func BenchmarkAppendKubeAPIServer(b *testing.B) {
 	defer func() { _ = mc.Mgorses("default").Delete(context.Background(), owner.Name, metav1.DeleteOptions{}) }()
 	st := NewKube(kc)
 	s := Stream{Namespace: "default", Name: owner.Name, UID: string(owner.UID)}
-	b.ResetTimer()
-	for i := 1; i <= b.N; i++ {
-		if err := st.Append(ctx, s, rec(s, int64(i), "MembersObserved")); err != nil {
-			b.Fatal(err)
-		}
+	for _, fill := range []int{0, 48 << 10, 400 << 10} {
+		b.Run(fmt.Sprintf("fill=%dKiB", fill>>10), func(b *testing.B) { benchAppendAt(b, st, s, fill) })
 	}
 }
