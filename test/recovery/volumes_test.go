@@ -75,12 +75,11 @@ func TestEveryVolumeLost(t *testing.T) {
 }
 
 type everyVolume struct {
-	uid                 string
-	start, recreated    time.Time
-	stalled             string // the Stalled condition's message while waiting
-	approved, healthy   time.Time
-	annotationRemoved   bool
-	initiatedBeforeOkay bool
+	uid               string
+	start, recreated  time.Time
+	stalled           string // the Stalled condition's message while waiting
+	approved, healthy time.Time
+	annotationRemoved bool
 }
 
 func (ev *everyVolume) run(ctx context.Context, s *chaos.Scene) error {
