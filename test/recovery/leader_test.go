@@ -114,8 +114,8 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 		}
 	case <-time.After(gracePeriod + actionBound):
 		stopWatch()
-		<-killed // the watcher is done with lk
-		log.Warn().Str("on", lk.on).Msg("no trigger record: the leader was not killed")
+		err := <-killed // the watcher is done with lk
+		log.Warn().Err(err).Str("on", lk.on).Msg("no trigger record: the leader was not killed")
 	}
 	stopWatch()
 	// Another replica takes the Lease, or the killed one restarted (its
