@@ -30,9 +30,15 @@ const (
 // period; ForceDecided: around the force and its record). The other replica
 // takes the Lease over and must finish the recovery with one force. Then the
 // frozen members go on and the set must be Healthy with its three members.
+//
+// With pause set the leader is not killed but frozen (SIGSTOP) until another
+// replica holds the Lease (at most pause), then continued: it lost leadership
+// without dying, and must write nothing more and exit (cmd/mgors-operator
+// stops its actors and ends when it loses the Lease).
 type leaderKill struct {
-	idx int
-	on  string // the record type whose appearance triggers the kill
+	idx   int
+	on    string        // the record type whose appearance triggers the kill
+	pause time.Duration // freeze the leader instead, for at most this long
 
 	survivor  string
 	pods      []string
@@ -45,6 +51,8 @@ type leaderKill struct {
 	evidence  string
 	newLeader string // the Lease holder after the kill
 	tookOver  time.Time
+	resumed   time.Time // pause: when the old leader was continued
+	exited    time.Time // pause: when its container was seen restarted
 	primary   time.Time // the survivor seen PRIMARY
 	healed    time.Time
 	healthy   time.Time
@@ -82,7 +90,13 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 				return false
 			}
 			lk.trigger, lk.killed, lk.restarts, lk.killFrom = r, r.Writer, restarts[r.Writer], time.Now()
-			ev, err := s.Faults().Kill(wctx, operatorNamespace, r.Writer, operatorContainer)
+			var ev string
+			var err error
+			if lk.pause > 0 {
+				ev, err = s.Faults().Pause(wctx, operatorNamespace, r.Writer)
+			} else {
+				ev, err = s.Faults().Kill(wctx, operatorNamespace, r.Writer, operatorContainer)
+			}
 			lk.killAt = time.Now()
 			if lk.evidence = ev; err != nil {
 				lk.evidence = "kill failed: " + err.Error()
@@ -118,9 +132,11 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 		log.Warn().Err(err).Str("on", lk.on).Msg("no trigger record: the leader was not killed")
 	}
 	stopWatch()
-	// Another replica takes the Lease, or the killed one restarted (its
-	// container: same pod, same identity) takes it back.
-	if lk.killed != "" && until(ctx, time.Minute, func() bool {
+	if lk.pause > 0 && lk.killed != "" {
+		lk.holdPaused(ctx, s)
+	} else if lk.killed != "" && until(ctx, time.Minute, func() bool {
+		// Another replica takes the Lease, or the killed one restarted (its
+		// container: same pod, same identity) takes it back.
 		lk.newLeader = leaseHolder(ctx, s)
 		if lk.newLeader == "" || lk.newLeader == lk.killed {
 			p, err := getPod(ctx, s, operatorNamespace, lk.killed)
@@ -157,10 +173,39 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 	evidence = append(evidence, fmt.Sprintf("survivor %s primary %t", lk.survivor, !lk.primary.IsZero()))
 	s.Record(chaos.Fault{Kind: "majority-loss-automatic", Cluster: key, Targets: lk.pods, Start: lk.start,
 		Healed: lk.healed, Happened: !lk.primary.IsZero(), Evidence: strings.Join(evidence, "; "), HealthyAt: at})
-	s.Record(chaos.Fault{Kind: chaos.KillOperatorLeader, Cluster: key, Targets: []string{operatorNamespace + "/" + lk.killed},
-		Start: lk.killAt, Healed: lk.killAt, Happened: !lk.tookOver.IsZero(), HealthyAt: at,
-		Evidence: fmt.Sprintf("on %s seq %d: %s; Lease holder now %q", lk.on, lk.trigger.Seq, lk.evidence, lk.newLeader)})
+	kind, healed := chaos.KillOperatorLeader, lk.killAt
+	if lk.pause > 0 {
+		kind, healed = "pause-operator-leader", lk.resumed
+	}
+	s.Record(chaos.Fault{Kind: kind, Cluster: key, Targets: []string{operatorNamespace + "/" + lk.killed},
+		Start: lk.killAt, Healed: healed, Happened: !lk.tookOver.IsZero(), HealthyAt: at,
+		Evidence: fmt.Sprintf("on %s seq %d: %s; Lease holder now %q; the old leader exited %t", lk.on, lk.trigger.Seq,
+			lk.evidence, lk.newLeader, !lk.exited.IsZero())})
 	return nil
+}
+
+// holdPaused keeps the old leader frozen until another replica holds the
+// Lease (at most lk.pause: the liveness probe kills a process silent for
+// 30 s), continues it, and waits until it ended (its container restarted).
+func (lk *leaderKill) holdPaused(ctx context.Context, s *chaos.Scene) {
+	if until(ctx, lk.pause, func() bool {
+		lk.newLeader = leaseHolder(ctx, s)
+		return lk.newLeader != "" && lk.newLeader != lk.killed
+	}) {
+		lk.tookOver = time.Now()
+	}
+	ev, err := s.Faults().Resume(context.WithoutCancel(ctx), operatorNamespace, lk.killed)
+	lk.resumed = time.Now()
+	if err != nil {
+		ev = "resume failed: " + err.Error()
+	}
+	lk.evidence += "; " + ev
+	if until(ctx, time.Minute, func() bool {
+		p, err := getPod(ctx, s, operatorNamespace, lk.killed)
+		return err == nil && restartCount(p) > lk.restarts
+	}) {
+		lk.exited = time.Now()
+	}
 }
 
 // judge reads the cluster's event log: the kill fell where it was aimed; the
@@ -171,6 +216,12 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 func (lk *leaderKill) judge(t *testing.T, recs []writtenRecord, h *chaos.History, key string) {
 	t.Helper()
 	name := "leader killed at " + lk.on
+	if lk.pause > 0 {
+		name = "leader paused at " + lk.on
+		if lk.exited.IsZero() {
+			t.Errorf("%s: the old leader %s did not exit after it lost the Lease", name, lk.killed)
+		}
+	}
 	if lk.killed == "" || lk.tookOver.IsZero() || lk.primary.IsZero() || lk.healthy.IsZero() {
 		t.Fatalf("%s: killed %q (%s), a new leader took the Lease %t, survivor %s primary %t, Healthy %t", name,
 			lk.killed, lk.evidence, !lk.tookOver.IsZero(), lk.survivor, !lk.primary.IsZero(), !lk.healthy.IsZero())
@@ -183,6 +234,9 @@ func (lk *leaderKill) judge(t *testing.T, recs []writtenRecord, h *chaos.History
 		}
 		if lk.byNewLeader(r) {
 			byNew++
+		}
+		if lk.pause > 0 && r.Writer == lk.killed && r.At.After(lk.killAt) {
+			t.Errorf("%s: the old leader %s wrote seq %d (%s) after it was frozen", name, lk.killed, r.Seq, r.Type)
 		}
 		switch e := r.Event.(type) {
 		case actors.MajorityLost:
@@ -229,6 +283,8 @@ func (lk *leaderKill) judge(t *testing.T, recs []writtenRecord, h *chaos.History
 	}
 	window := ""
 	switch {
+	case lk.on == "MajorityLost" && lk.byNewLeader(last) && lk.pause > 0:
+		window = fmt.Sprintf("in the grace period: the new leader decided the force; the old one, continued %s after the takeover, wrote nothing and exited", lk.resumed.Sub(lk.tookOver).Round(time.Millisecond))
 	case lk.on == "MajorityLost" && lk.byNewLeader(last):
 		window = "in the grace period: the new leader decided the force from the recorded MajorityLost"
 	case lk.on == "MajorityLost":
@@ -261,7 +317,7 @@ func (lk *leaderKill) judge(t *testing.T, recs []writtenRecord, h *chaos.History
 // (another replica, or the killed pod's restarted container, which keeps its
 // identity: then only the time tells).
 func (lk *leaderKill) byNewLeader(r writtenRecord) bool {
-	return r.Writer != lk.killed || r.At.After(lk.killAt)
+	return r.Writer != lk.killed || (lk.pause == 0 && r.At.After(lk.killAt))
 }
 
 func restartCount(p *corev1.Pod) int32 {

@@ -24,14 +24,21 @@ const (
 	wholeIdx  = 0 // case 6: every member pod deleted at once
 	lostIdx   = 1 // case 7: the leader killed when MajorityLost is recorded
 	forcedIdx = 2 // case 7: the leader killed when ForceDecided is recorded
+	pausedIdx = 3 // case 7: the leader frozen past its Lease when MajorityLost is recorded
 )
+
+// leaderPause bounds the freeze of the leader: the Lease (15 s) passes to the
+// standby before it, the liveness probe (3 × 10 s) does not kill the frozen
+// process.
+const leaderPause = 25 * time.Second
 
 // TestRestarts runs cases 6 and 7 of the recovery (docs/design/recovery.md)
 // on one cluster of its own, under the chaos workload and checker: the whole
 // replica set restarted with its volumes (no initiate, no write lost), then a
 // majority loss under the Automatic policy during which the operator leader
 // is SIGKILLed, once when the loss is recorded and once when the force is
-// decided (one force applied, the lost members re-added, Healthy).
+// decided, and frozen past its Lease once (one force applied, the lost
+// members re-added, Healthy; the deposed leader writes nothing).
 func TestRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the recovery run takes minutes")
@@ -44,9 +51,9 @@ func TestRestarts(t *testing.T) {
 	}
 	repo, dir := upCluster(t)
 
-	whole, lost, forced := sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo)
-	whole.Name, lost.Name, forced.Name = "whole", "lost", "forced"
-	for _, m := range []*v1alpha1.Mgors{lost, forced} {
+	whole, lost, forced, paused := sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo)
+	whole.Name, lost.Name, forced.Name, paused.Name = "whole", "lost", "forced", "paused"
+	for _, m := range []*v1alpha1.Mgors{lost, forced, paused} {
 		m.Spec.Recovery.MajorityLoss = v1alpha1.RecoveryAutomatic
 		m.Spec.Recovery.GracePeriod = &metav1.Duration{Duration: gracePeriod}
 	}
@@ -54,13 +61,14 @@ func TestRestarts(t *testing.T) {
 	wr := wholeRestart{idx: wholeIdx}
 	kl := leaderKill{idx: lostIdx, on: "MajorityLost"}
 	kf := leaderKill{idx: forcedIdx, on: "ForceDecided"}
+	kp := leaderKill{idx: pausedIdx, on: "MajorityLost", pause: leaderPause}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cfg := chaos.Config{Dir: dir, Repo: repo, Log: harness.Logger(t), Healthy: healthyBound,
 		ReportDir: filepath.Join(repo, ".cache", "recovery-restarts"),
-		Clusters:  []*v1alpha1.Mgors{whole, lost, forced},
+		Clusters:  []*v1alpha1.Mgors{whole, lost, forced, paused},
 		Scenario: func(ctx context.Context, s *chaos.Scene) error {
-			for _, step := range []func(context.Context, *chaos.Scene) error{wr.run, kl.run, kf.run} {
+			for _, step := range []func(context.Context, *chaos.Scene) error{wr.run, kl.run, kf.run, kp.run} {
 				if err := step(ctx, s); err != nil {
 					return err
 				}
@@ -83,15 +91,18 @@ func TestRestarts(t *testing.T) {
 			f.Evidence, f.Healed.Format(time.RFC3339), f.HealthyAt.Sub(f.Healed).Round(time.Second))
 	}
 
-	wholeKey, lostKey, forcedKey := h.Clusters[wholeIdx], h.Clusters[lostIdx], h.Clusters[forcedIdx]
+	wholeKey, lostKey, forcedKey, pausedKey := h.Clusters[wholeIdx], h.Clusters[lostIdx], h.Clusters[forcedIdx], h.Clusters[pausedIdx]
 	t.Run("WholeSetRestarted", func(t *testing.T) { wr.judge(t, written(t, h.Logs["eventlog/"+wholeKey]), h, wholeKey) })
 	t.Run("LeaderKilledAtMajorityLost", func(t *testing.T) { kl.judge(t, written(t, h.Logs["eventlog/"+lostKey]), h, lostKey) })
 	t.Run("LeaderKilledAtForceDecided", func(t *testing.T) {
 		kf.judge(t, written(t, h.Logs["eventlog/"+forcedKey]), h, forcedKey)
 	})
+	t.Run("LeaderPausedAtMajorityLost", func(t *testing.T) {
+		kp.judge(t, written(t, h.Logs["eventlog/"+pausedKey]), h, pausedKey)
+	})
 
 	_ = os.MkdirAll(cfg.ReportDir, 0o755)
-	for _, key := range []string{wholeKey, lostKey, forcedKey} {
+	for _, key := range []string{wholeKey, lostKey, forcedKey, pausedKey} {
 		out := replay(t, repo, dir, key)
 		t.Logf("mgorsctl replay --cluster %s:\n%s", key, out)
 		_ = os.WriteFile(filepath.Join(cfg.ReportDir, "replay-"+strings.ReplaceAll(key, "/", "_")+".txt"), []byte(out), 0o644)
