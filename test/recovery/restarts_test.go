@@ -60,7 +60,7 @@ func TestRestarts(t *testing.T) {
 
 	wr := wholeRestart{idx: wholeIdx}
 	kl := leaderKill{idx: lostIdx, on: "MajorityLost"}
-	kf := leaderKill{idx: forcedIdx, on: "ForceDecided"}
+	kf := leaderKill{idx: forcedIdx, on: "ForceDecided", fast: true}
 	kp := leaderKill{idx: pausedIdx, on: "MajorityLost", pause: leaderPause}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
