@@ -176,6 +176,8 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 	at, err := s.WaitHealthy(ctx, lk.healed)
 	if err == nil {
 		lk.healthy = at
+	} else {
+		log.Warn().Err(err).Str("on", lk.on).Msg("not Healthy after the majority loss")
 	}
 	key := c.Namespace + "/" + c.Name
 	evidence = append(evidence, fmt.Sprintf("survivor %s primary %t", lk.survivor, !lk.primary.IsZero()))

@@ -121,6 +121,7 @@ type wholeRestart struct {
 	version          int64             // the newest config version seen before
 	start, recreated time.Time
 	healthy          time.Time
+	why              string // why it was not Healthy in time
 }
 
 // restartGrace is the deletion's grace period: short, as in a drain that
@@ -170,6 +171,10 @@ func (wr *wholeRestart) run(ctx context.Context, s *chaos.Scene) error {
 	at, err := s.WaitHealthy(ctx, wr.start)
 	if err == nil {
 		wr.healthy = at
+	} else {
+		wr.why = err.Error()
+		log := s.Log()
+		log.Warn().Err(err).Str("cluster", c.Namespace+"/"+c.Name).Msg("whole set restarted: not Healthy")
 	}
 	s.Record(chaos.Fault{Kind: "whole-set-restart", Cluster: c.Namespace + "/" + c.Name, Targets: keys(wr.before),
 		Start: wr.start, Healed: wr.start, Happened: !wr.recreated.IsZero(), HealthyAt: at,
@@ -184,7 +189,7 @@ func (wr *wholeRestart) run(ctx context.Context, s *chaos.Scene) error {
 func (wr *wholeRestart) judge(t *testing.T, recs []writtenRecord, h *chaos.History, key string) {
 	t.Helper()
 	if wr.recreated.IsZero() || wr.healthy.IsZero() {
-		t.Errorf("whole set restarted: every pod recreated and Ready %t, Healthy %t", !wr.recreated.IsZero(), !wr.healthy.IsZero())
+		t.Errorf("whole set restarted: every pod recreated and Ready %t, Healthy %t (%s)", !wr.recreated.IsZero(), !wr.healthy.IsZero(), wr.why)
 	}
 	for _, r := range recs {
 		if r.At.Before(wr.start) {
