@@ -62,6 +62,16 @@ func (s *Scene) WaitHealthy(ctx context.Context, since time.Time) (time.Time, er
 	return s.r.waitHealthy(ctx, since)
 }
 
+// ExpectDeletion tells the run's pod watcher that the fault the scenario
+// records next deletes pod (namespace/name): the checker then knows who
+// deleted it (a deletion by no fault while no operator led is a violation).
+func (s *Scene) ExpectDeletion(pod string) {
+	s.r.rec.mu.Lock()
+	id := len(s.r.rec.h.Faults) + 1
+	s.r.rec.mu.Unlock()
+	s.r.expectDeletion(pod, id)
+}
+
 // Record adds a fault to the history and returns its ID (f.ID is ignored).
 func (s *Scene) Record(f Fault) int {
 	s.r.rec.mu.Lock()

