@@ -191,10 +191,19 @@ func (n *Node) tickLoop() {
 		n.mu.Lock()
 		action := n.decideLocked(time.Now())
 		if n.rs != nil && n.self < 0 && time.Since(lastSelfCheck) > 2*time.Second && !selfChecking.Load() {
-			// Our host may not have resolved yet (a pod's DNS name); look again.
+			// Our host may not have resolved yet (a pod's DNS name); look again,
+			// as mongod retries isSelf on every heartbeat. The "not me" answers
+			// are forgotten first: a name that still pointed at an address now
+			// held by another member (pods recreated at once swap addresses) got
+			// one from that member.
 			lastSelfCheck = time.Now()
 			selfChecking.Store(true)
 			cfg := n.rs
+			for _, m := range cfg.Members {
+				if v, ok := n.isSelfMemo[m.Host]; ok && !v {
+					delete(n.isSelfMemo, m.Host)
+				}
+			}
 			go func() {
 				defer selfChecking.Store(false)
 				if self, err := n.findSelf(cfg); err == nil && self >= 0 {
