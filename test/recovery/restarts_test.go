@@ -40,15 +40,7 @@ const leaderPause = 25 * time.Second
 // decided, and frozen past its Lease once (one force applied, the lost
 // members re-added, Healthy; the deposed leader writes nothing).
 func TestRestarts(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the recovery run takes minutes")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it starts a localkube cluster")
-	}
-	if os.Getenv("LOCALKUBE_KUBELET_E2E") == "" {
-		t.Skip("LOCALKUBE_KUBELET_E2E is unset: the run needs the end-to-end environment of `make test`")
-	}
+	endToEnd(t)
 	if os.Getenv("MGORS_RESTARTS") != "1" {
 		t.Skip("MGORS_RESTARTS is unset: this test has passed once, not yet twice in a row (docs/design/recovery.md, case 7)")
 	}
@@ -94,17 +86,7 @@ func TestRestarts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := chaos.Check(h, chaos.Bounds{Healthy: cfg.Healthy})
-	var sum strings.Builder
-	chaos.Summary(&sum, h, v)
-	t.Log("\n" + sum.String())
-	for _, viol := range v.Violations {
-		t.Errorf("%+v", viol)
-	}
-	for _, f := range h.Faults {
-		t.Logf("fault %d %s on %s: happened %t (%s); healed %s, Healthy after %s", f.ID, f.Kind, f.Cluster, f.Happened,
-			f.Evidence, f.Healed.Format(time.RFC3339), f.HealthyAt.Sub(f.Healed).Round(time.Second))
-	}
+	verdict(t, h, cfg.Healthy)
 
 	lostKey, forcedKey, pausedKey := h.Clusters[lostIdx], h.Clusters[forcedIdx], h.Clusters[pausedIdx]
 	keys := []string{lostKey, forcedKey, pausedKey}

@@ -41,15 +41,7 @@ var stuckWipeBound = 4 * time.Minute
 // per term, replay --verify); the claims replaced are the one the test
 // deleted and the one the operator recorded wiping.
 func TestStuckMembers(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the recovery run takes minutes")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it starts a localkube cluster")
-	}
-	if os.Getenv("LOCALKUBE_KUBELET_E2E") == "" {
-		t.Skip("LOCALKUBE_KUBELET_E2E is unset: the run needs the end-to-end environment of `make test`")
-	}
+	endToEnd(t)
 	repo, dir := upCluster(t)
 
 	m := sampleMgors(t, repo)
@@ -80,13 +72,7 @@ func TestStuckMembers(t *testing.T) {
 		// checker allows a claim the operator recorded wiping.
 		h.Wiped = append(h.Wiped, chaos.WipedMember{At: vl.start, Cluster: key, PVC: vl.pvc})
 	}
-	v := chaos.Check(h, chaos.Bounds{Healthy: cfg.Healthy})
-	var sum strings.Builder
-	chaos.Summary(&sum, h, v)
-	t.Log("\n" + sum.String())
-	for _, viol := range v.Violations {
-		t.Errorf("%+v", viol)
-	}
+	verdict(t, h, cfg.Healthy)
 	recs := records(t, h.Logs["eventlog/"+key])
 	t.Run("VolumeLost", func(t *testing.T) { vl.judge(t, recs) })
 	t.Run("StaleAfterScaleDown", func(t *testing.T) { sc.judge(t, recs, h, key) })

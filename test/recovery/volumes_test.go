@@ -3,9 +3,7 @@ package recovery
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,15 +32,7 @@ const waitForPerson = 30 * time.Second
 // a new replica set, so lost, linearizable, initiated-once and destroyed are
 // expected for this cluster; nothing else may fail.
 func TestEveryVolumeLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("the recovery run takes minutes")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it starts a localkube cluster")
-	}
-	if os.Getenv("LOCALKUBE_KUBELET_E2E") == "" {
-		t.Skip("LOCALKUBE_KUBELET_E2E is unset: the run needs the end-to-end environment of `make test`")
-	}
+	endToEnd(t)
 	repo, dir := upCluster(t)
 	m := sampleMgors(t, repo)
 	m.Name = "volumes"
@@ -58,16 +48,8 @@ func TestEveryVolumeLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := chaos.Check(h, chaos.Bounds{Healthy: cfg.Healthy})
-	var sum strings.Builder
-	chaos.Summary(&sum, h, v)
-	t.Log("\n" + sum.String())
-	expected := []string{chaos.PropertyLost, chaos.PropertyLinearizable, chaos.PropertyInitiatedOnce, chaos.PropertyDestroyed}
-	for _, viol := range v.Violations {
-		if !slices.Contains(expected, viol.Property) {
-			t.Errorf("%+v", viol)
-		}
-	}
+	// Every volume lost loses every write and makes a new replica set.
+	verdict(t, h, cfg.Healthy, chaos.PropertyLost, chaos.PropertyLinearizable, chaos.PropertyInitiatedOnce, chaos.PropertyDestroyed)
 	key := h.Clusters[0]
 	ev.judge(t, records(t, h.Logs["eventlog/"+key]), h)
 	out := replay(t, repo, dir, key)
