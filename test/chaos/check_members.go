@@ -6,7 +6,7 @@ import (
 )
 
 // checkMembers judges the member samples of each cluster:
-//   - split-brain: two members PRIMARY with the same term, or with the same
+//   - split-brain (within one replicaSetId): two members PRIMARY with the same term, or with the same
 //     electionId (Raft allows one leader per term; a second means two nodes
 //     could acknowledge majority writes that conflict), and a member whose term
 //     goes back (a term is durable: going back means state was lost);
@@ -23,9 +23,38 @@ func checkMembers(h *History, v *Verdict) {
 	for _, c := range sortedKeys(byCluster) {
 		samples := byCluster[c]
 		sort.SliceStable(samples, func(i, j int) bool { return samples[i].At.Before(samples[j].At) })
-		splitBrain(h, v, c, samples)
+		for _, set := range incarnations(samples) {
+			splitBrain(h, v, c, set)
+		}
 		initiatedOnce(h, v, c, samples)
 	}
+}
+
+// incarnations splits a cluster's samples (in time order) by replica set: terms
+// start again at 1 in a set initiated afresh (after every volume was lost and
+// a person approved it), so one primary per term holds within one replicaSetId.
+// A sample without one (the config could not be read) belongs to its member's
+// last known set. A changed replicaSetId is initiated-once's to judge.
+func incarnations(samples []MemberSample) [][]MemberSample {
+	last := map[string]string{} // member → its last replicaSetId
+	var order []string
+	sets := map[string][]MemberSample{}
+	for _, s := range samples {
+		id := s.ReplicaSetID
+		if id == "" {
+			id = last[s.Member]
+		}
+		last[s.Member] = id
+		if _, ok := sets[id]; !ok {
+			order = append(order, id)
+		}
+		sets[id] = append(sets[id], s)
+	}
+	out := make([][]MemberSample, 0, len(order))
+	for _, id := range order {
+		out = append(out, sets[id])
+	}
+	return out
 }
 
 func splitBrain(h *History, v *Verdict, c string, samples []MemberSample) {

@@ -276,3 +276,16 @@ func TestCheckPercentilesNearestRank(t *testing.T) {
 		t.Fatalf("three: %+v", p)
 	}
 }
+
+// A replica set initiated afresh (every volume lost, a person approved) starts
+// at term 1 again: a changed replicaSetId, not two primaries in one term.
+func TestSplitBrainIsJudgedWithinOneReplicaSet(t *testing.T) {
+	h := good()
+	h.Members = append(h.Members,
+		MemberSample{At: sec(50), Cluster: cA, Member: m2, State: "PRIMARY", Term: 1, ElectionID: "7fffffff0000000000000001", ReplicaSetID: "rs2", ConfigVersion: 1, ConfigTerm: 1},
+		MemberSample{At: sec(51), Cluster: cA, Member: m2, State: "PRIMARY", Term: 1})
+	v := Check(h, Bounds{})
+	if got := properties(v); !slices.Contains(got, PropertyInitiatedOnce) || slices.Contains(got, PropertySplitBrain) {
+		t.Fatalf("want initiated-once and no split-brain, got %v: %+v", got, v.Violations)
+	}
+}
