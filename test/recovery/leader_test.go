@@ -65,18 +65,11 @@ type leaderKill struct {
 
 func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 	c := s.Clusters()[lk.idx]
-	primary, err := s.Member(ctx, lk.idx, chaos.RolePrimary)
+	survivor, frozen, err := majorityOf(ctx, s, lk.idx)
 	if err != nil {
 		return err
 	}
-	var others []string
-	for _, h := range c.Hosts {
-		if h != primary {
-			others = append(others, h)
-		}
-	}
-	lk.survivor = others[1]
-	lk.pods = []string{podOf(primary), podOf(others[0])}
+	lk.survivor, lk.pods = survivor, frozen
 	var armed map[string][]int // the leader's container pids, for a fast kill
 	if holder, _ := leaseHolder(ctx, s); lk.fast && holder != "" {
 		if pids, err := kubelet.PodProcesses(s.Dir(), operatorNamespace, holder); err == nil && len(pids) > 0 {

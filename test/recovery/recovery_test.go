@@ -7,7 +7,6 @@ package recovery
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +19,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mgors/operator/actors"
-	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/chaos"
 	"github.com/mgors/operator/test/localkube/harness"
@@ -128,20 +126,8 @@ type record struct {
 // records decodes the JSON lines of an event log as the chaos run collected it.
 func records(t *testing.T, text string) []record {
 	var out []record
-	for _, line := range strings.Split(strings.TrimSpace(text), "\n") {
-		if line == "" {
-			continue
-		}
-		var r eventlog.Record
-		if err := json.Unmarshal([]byte(line), &r); err != nil {
-			t.Errorf("event log line %q: %v", line, err)
-			continue
-		}
-		e, ok, err := actors.Decode(r)
-		if err != nil || !ok {
-			continue
-		}
-		out = append(out, record{At: r.Time, Type: r.Type, Event: e})
+	for _, w := range written(t, text) {
+		out = append(out, w.record)
 	}
 	return out
 }

@@ -17,6 +17,26 @@ import (
 	"github.com/mgors/operator/test/chaos"
 )
 
+// majorityOf splits the i-th cluster for a majority loss: the survivor (a
+// secondary, the second other than the primary) and the pods to freeze (the
+// primary and the other secondary).
+func majorityOf(ctx context.Context, s *chaos.Scene, i int) (survivor string, frozen []string, err error) {
+	primary, err := s.Member(ctx, i, chaos.RolePrimary)
+	if err != nil {
+		return "", nil, err
+	}
+	var others []string
+	for _, h := range s.Clusters()[i].Hosts {
+		if h != primary {
+			others = append(others, h)
+		}
+	}
+	if len(others) != 2 {
+		return "", nil, fmt.Errorf("a majority loss needs 3 members, %s has %d", s.Clusters()[i].Name, len(others)+1)
+	}
+	return others[1], []string{podOf(primary), podOf(others[0])}, nil
+}
+
 // majorityLoss freezes (SIGSTOP) the primary and one secondary of the
 // Automatic cluster, so that only one member of three answers, holds them until
 // the survivor is primary, then lets them go on, and waits for Healthy.
@@ -47,18 +67,11 @@ type majorityLoss struct {
 
 func (ml *majorityLoss) run(ctx context.Context, s *chaos.Scene) error {
 	c := s.Clusters()[ml.idx]
-	primary, err := s.Member(ctx, ml.idx, chaos.RolePrimary)
+	survivor, frozen, err := majorityOf(ctx, s, ml.idx)
 	if err != nil {
 		return err
 	}
-	var others []string
-	for _, h := range c.Hosts {
-		if h != primary {
-			others = append(others, h)
-		}
-	}
-	ml.survivor = others[1]
-	ml.pods = []string{podOf(primary), podOf(others[0])}
+	ml.survivor, ml.pods = survivor, frozen
 	var evidence []string
 	ml.start = time.Now()
 	defer func() {
