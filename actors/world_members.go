@@ -52,7 +52,6 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 	if source == "" {
 		return // no member holds a config
 	}
-	observeOutside(ctx, admin, o)
 	if cfg, err := admin.Config(ctx, source); err == nil {
 		o.Config, o.ConfigFrom = &cfg, source
 	} else {
@@ -88,32 +87,15 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 	}
 }
 
-// observeOutside reads the local database of each data member that answers
-// hello without a config while others hold one. It may be empty (nothing to
-// read), or REMOVED: it holds a config that does not name it (after a forced
-// reconfig or a removal), and neither hello nor replSetGetStatus tells its
-// optime, which says whether it diverged from the survivor of a force.
-func observeOutside(ctx context.Context, admin mongo.Admin, o *Observation) {
-	for host, mv := range o.Members {
-		if !mv.Answers || mv.HasConfig || mv.Arbiter {
-			continue
-		}
-		l, err := admin.Local(ctx, host)
-		if err != nil || l.Config == nil {
-			continue
-		}
-		mv.Removed = l.Config.Member(host) == nil
-		mv.LastWrite = l.LastOplog
-		o.Members[host] = mv
-	}
-}
-
 // observeTroubled asks each member that answers hello but is not PRIMARY,
 // SECONDARY or ARBITER for its own replSetGetStatus (bounded like every
 // call): its state, infoMessage and initial sync progress are the evidence of
 // a member that came back empty or is stuck (decide_stuck.go); only the
 // member itself reports them. A member without a config says whether it is
-// empty (NotYetInitialized) or REMOVED (InvalidReplicaSetConfig).
+// empty (NotYetInitialized) or REMOVED (InvalidReplicaSetConfig). A REMOVED
+// member (after a forced reconfig or a removal) tells its optime neither in
+// hello nor in replSetGetStatus; its local database does, and that says
+// whether it diverged from the survivor of a force.
 func (w *KubeWorld) observeTroubled(ctx context.Context, admin mongo.Admin, o *Observation) {
 	for host, mv := range o.Members {
 		if !mv.Answers || mv.Arbiter || (mv.HasConfig && mv.State.Healthy()) {
@@ -133,6 +115,9 @@ func (w *KubeWorld) observeTroubled(ctx context.Context, admin mongo.Admin, o *O
 			mv.Empty = true
 		case errors.Is(err, mongo.ErrInvalidReplicaSetConfig):
 			mv.Removed = true
+			if l, err := admin.Local(ctx, host); err == nil {
+				mv.LastWrite = l.LastOplog
+			}
 		}
 		o.Members[host] = mv
 	}
