@@ -68,6 +68,11 @@ func (d *decider) majorityLost(ev mongo.Evidence) MajorityLost {
 // votersHolding counts the config's voting members that answer hello with a
 // config: a member that came back empty answers but cannot vote.
 func (d *decider) votersHolding() int {
+	return d.votersWhere(func(_ mongo.Member, mv MemberView) bool { return mv.Answers && mv.HasConfig })
+}
+
+// votersWhere counts the config's voting members whose observed view says yes.
+func (d *decider) votersWhere(yes func(m mongo.Member, mv MemberView) bool) int {
 	o := d.in.Obs
 	n := 0
 	for _, m := range o.Config.Members {
@@ -75,7 +80,7 @@ func (d *decider) votersHolding() int {
 			continue
 		}
 		for host, mv := range o.Members {
-			if mongo.SameHost(host, m.Host) && mv.Answers && mv.HasConfig {
+			if mongo.SameHost(host, m.Host) && yes(m, mv) {
 				n++
 				break
 			}

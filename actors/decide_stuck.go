@@ -212,20 +212,9 @@ func (d *decider) wipeStuck() bool {
 // votersHoldingWithout counts the config's voting members, other than host,
 // that serve (PRIMARY or SECONDARY): the members that hold the data.
 func (d *decider) votersHoldingWithout(host string) int {
-	o := d.in.Obs
-	n := 0
-	for _, m := range o.Config.Members {
-		if !m.Voter() || m.ArbiterOnly || mongo.SameHost(m.Host, host) {
-			continue
-		}
-		for h, mv := range o.Members {
-			if mongo.SameHost(h, m.Host) && serving(mv) {
-				n++
-				break
-			}
-		}
-	}
-	return n
+	return d.votersWhere(func(m mongo.Member, mv MemberView) bool {
+		return !m.ArbiterOnly && !mongo.SameHost(m.Host, host) && serving(mv)
+	})
 }
 
 func (d *decider) desired(name string) (mongo.DesiredMember, bool) {
