@@ -236,31 +236,46 @@ func force(config Config, statuses map[string]*Status, survivor string) (Force, 
 		f.GapSeconds = int64(f.BestMissingOptime.TS.T) - int64(f.SurvivorOptime.TS.T)
 	}
 
+	cfg, err := ForcedConfig(config, f.Survivor, f.Kept)
+	if err != nil {
+		return Force{}, err
+	}
+	f.Config = cfg
+	return f, nil
+}
+
+// ForcedConfig is the config a forced reconfig sends: config's next version
+// with only the kept members, the survivor an electable voter. The Cluster
+// actor computes it again when it sends a force decided earlier, so that the
+// members it kept are the ones the decision recorded.
+func ForcedConfig(config Config, survivor string, kept []string) (Config, error) {
 	next := config.Next()
 	next.Members = slices.DeleteFunc(next.Members, func(m Member) bool {
-		return !slices.ContainsFunc(f.Kept, func(h string) bool { return SameHost(h, m.Host) })
+		return !slices.ContainsFunc(kept, func(h string) bool { return SameHost(h, m.Host) })
 	})
-	s := next.Member(f.Survivor)
+	s := next.Member(survivor)
+	if s == nil {
+		return Config{}, fmt.Errorf("mongo: survivor %s is not a member of the config", survivor)
+	}
 	s.Votes, s.Hidden, s.SecondaryDelaySecs = 1, false, 0
 	if s.Priority == 0 {
 		s.Priority = 1
 	}
 	if !s.BuildIndexes {
-		return Force{}, fmt.Errorf("mongo: survivor %s has buildIndexes false and cannot become primary", f.Survivor)
+		return Config{}, fmt.Errorf("mongo: survivor %s has buildIndexes false and cannot become primary", survivor)
 	}
 	for next.Voters() > MaxVotingMembers { // cannot happen with a valid config; kept for safety
 		for i := len(next.Members) - 1; i >= 0; i-- {
-			if m := &next.Members[i]; m.Voter() && !m.ArbiterOnly && !SameHost(m.Host, f.Survivor) {
+			if m := &next.Members[i]; m.Voter() && !m.ArbiterOnly && !SameHost(m.Host, survivor) {
 				m.Votes, m.Priority = 0, 0
 				break
 			}
 		}
 	}
 	if err := Validate(next); err != nil {
-		return Force{}, fmt.Errorf("mongo: forced config is invalid: %w", err)
+		return Config{}, fmt.Errorf("mongo: forced config is invalid: %w", err)
 	}
-	f.Config = next
-	return f, nil
+	return next, nil
 }
 
 // selfOptime is a member's own applied optime from its own status.
