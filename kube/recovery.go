@@ -44,6 +44,44 @@ func (a *Applier) ForceDeletePod(ctx context.Context, m *v1alpha1.Mgors, name st
 	return err
 }
 
+// FenceGrace is the grace period of a fencing delete: a member that has not
+// answered for the whole recovery grace period gets this long to shut down
+// cleanly before its kubelet kills it.
+const FenceGrace = 2 * time.Second
+
+// FencePod deletes the member pod name of m whose UID is uid, with FenceGrace,
+// before a forced reconfig drops it from the config: its mongod, hung or cut
+// off, must not come back with an election timer long expired and elect a
+// second primary in the old config. The kubelet kills it and confirms; the
+// StatefulSet recreates it, and the member starts afresh. A pod already gone
+// or replaced (another UID) is success.
+func (a *Applier) FencePod(ctx context.Context, m *v1alpha1.Mgors, name, uid string) error {
+	c := a.Client.CoreV1().Pods(m.Namespace)
+	pod, err := bounded(ctx, a, func(ctx context.Context) (*corev1.Pod, error) {
+		return c.Get(ctx, name, metav1.GetOptions{})
+	})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if pod.Labels[LabelInstance] != m.Name || pod.Labels[LabelManagedBy] != ManagedBy {
+		return &NotOwned{Kind: "Pod", Name: name}
+	}
+	if string(pod.UID) != uid {
+		return nil
+	}
+	grace := int64(FenceGrace / time.Second)
+	dctx, cancel := a.call(ctx)
+	defer cancel()
+	err = c.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+		return nil
+	}
+	return err
+}
+
 // NodeReadiness is a node's Ready condition: ready, or since when it is not.
 type NodeReadiness struct {
 	Ready bool

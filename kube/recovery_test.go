@@ -43,6 +43,44 @@ func TestForceDeletePod(t *testing.T) {
 	}
 }
 
+func TestFencePod(t *testing.T) {
+	ctx := context.Background()
+	m := sample()
+	own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", UID: "p1", Labels: Labels(m, ComponentMember)}}
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", Namespace: "ns", UID: "p2"}}
+	c := fake.NewClientset(own, other)
+	a := NewApplier(c)
+	if err := a.FencePod(ctx, m, "db-1", "recreated"); err != nil {
+		t.Fatalf("a pod recreated since: %v", err)
+	}
+	if _, err := c.CoreV1().Pods("ns").Get(ctx, "db-1", metav1.GetOptions{}); err != nil {
+		t.Fatalf("deleted the pod recreated since: %v", err)
+	}
+	if err := a.FencePod(ctx, m, "db-1", "p1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CoreV1().Pods("ns").Get(ctx, "db-1", metav1.GetOptions{}); err == nil {
+		t.Fatal("the pod is still there")
+	}
+	if err := a.FencePod(ctx, m, "db-1", "p1"); err != nil {
+		t.Fatalf("a pod already gone: %v", err)
+	}
+	if err := a.FencePod(ctx, m, "x-0", "p2"); err == nil {
+		t.Fatal("fenced a pod of another owner")
+	}
+	var opts *metav1.DeleteOptions
+	for _, act := range c.Actions() {
+		if d, ok := act.(interface{ GetDeleteOptions() metav1.DeleteOptions }); ok && act.GetVerb() == "delete" {
+			o := d.GetDeleteOptions()
+			opts = &o
+		}
+	}
+	if opts == nil || opts.GracePeriodSeconds == nil || *opts.GracePeriodSeconds != int64(FenceGrace/time.Second) ||
+		opts.Preconditions == nil || opts.Preconditions.UID == nil || *opts.Preconditions.UID != "p1" {
+		t.Fatalf("delete options %+v: want the fence grace and the UID precondition", opts)
+	}
+}
+
 func TestNodes(t *testing.T) {
 	since := metav1.NewTime(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
 	ready := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
