@@ -380,6 +380,9 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 	case ForceDecided:
 		reason = atRisk(e)
 		c.deps.World.Event(c.mgors, true, "ForceReconfig", fmt.Sprintf("%s policy: forcing the config onto %s; writes at risk: %s", e.Policy, e.Survivor, reason))
+	case ForceAbandoned:
+		reason = e.Reason
+		c.deps.World.Event(c.mgors, false, "ForceAbandoned", fmt.Sprintf("the force onto %s was not sent: %s", e.Survivor, e.Reason))
 	case ApprovalAccepted:
 		c.deps.World.Event(c.mgors, false, "ApprovalAccepted", e.Annotation+"="+e.Value)
 	case ApprovalRefused:

@@ -21,6 +21,8 @@ type Action struct {
 	Config *mongo.Config
 	// Replicas is the size a scale action sets.
 	Replicas int32
+	// UID is the pod a FencePod deletes.
+	UID string
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -155,6 +157,8 @@ func (d *decider) settleInFlight() {
 		done = o.Replicas == f.Replicas
 	case ActRemoveAnnotation:
 		done = annotation(o, f.Target) == ""
+	case ActFencePod:
+		done = d.fenceSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})

@@ -32,6 +32,10 @@ func (d *decider) observeMajority() {
 		d.emit(d.majorityLost(ev))
 	case !lost && d.s.MajorityLost != nil:
 		d.emit(MajorityRestored{Reachable: evidenceHosts(ev.Up)})
+		if d.s.Force != nil && !d.s.ForceApplied && (d.s.InFlight == nil || d.s.InFlight.Action != ActForceReconfig) {
+			d.emit(ForceAbandoned{Survivor: d.s.Force.Survivor,
+				Reason: "a voting majority answers again before the force was sent: " + strings.Join(evidenceHosts(ev.Up), ", ")})
+		}
 	}
 }
 
@@ -112,6 +116,10 @@ func (d *decider) forceBlocked() string {
 // checks again that the majority is still lost, then forces onto the
 // reachable member with the newest optime.
 func (d *decider) majorityPolicy() {
+	if d.s.Force != nil && !d.s.ForceApplied {
+		d.carryOutForce() // decided earlier: fencing, then the force
+		return
+	}
 	rec := d.in.Mgors.Spec.Recovery
 	if rec.MajorityLoss != v1alpha1.RecoveryAutomatic {
 		return
@@ -131,7 +139,7 @@ func (d *decider) majorityPolicy() {
 }
 
 // force records the forced reconfig with the writes it puts at risk, then
-// starts it.
+// starts carrying it out: the dropped members fenced first (decide_fence.go).
 func (d *decider) force(f mongo.Force, policy, approval string) {
 	e := ForceDecided{Policy: policy, Approval: approval, Survivor: f.Survivor, SurvivorOptime: optime(f.SurvivorOptime),
 		Kept: f.Kept, Dropped: f.Dropped, CommitPoint: d.s.CommitPoint, Unknown: f.Unknown, LossSeen: d.s.MajorityLostAt}
@@ -143,11 +151,7 @@ func (d *decider) force(f mongo.Force, policy, approval string) {
 		e.BestMissing, e.BestMissingOptime, e.GapSeconds = f.BestMissing, optime(f.BestMissingOptime), f.GapSeconds
 	}
 	d.emit(e)
-	cfg := f.Config
-	d.act(Action{Kind: ActForceReconfig, Host: f.Survivor, Config: &cfg},
-		ActionStarted{Target: f.Survivor, ConfigVersion: cfg.Version, Members: f.Kept, AtRisk: atRisk(e),
-			Reason: fmt.Sprintf("majority lost (%s policy): force the config onto %s, the reachable member with the newest optime %s",
-				policy, f.Survivor, e.SurvivorOptime)})
+	d.carryOutForce()
 }
 
 // atRisk says in words which writes a force may lose.

@@ -171,6 +171,14 @@ func TestMajorityLossPolicy(t *testing.T) {
 			in := w.in()
 			in.Now = tt.now
 			d := Decide(s, in)
+			decided := d
+			if tt.want == ActForceReconfig {
+				if d.Action == nil || d.Action.Kind != ActFencePod || d.Action.Host != "demo-1" {
+					t.Fatalf("want demo-1 fenced before the force: %+v %v", d.Action, types(d))
+				}
+				in.Obs.ForceAnnotation = "" // removed by the operator meanwhile
+				_, d = fenceAll(t, s, w, in, d)
+			}
 			var got ActionKind
 			if d.Action != nil {
 				got = d.Action.Kind
@@ -182,7 +190,7 @@ func TestMajorityLossPolicy(t *testing.T) {
 				if d.Action.Host != w.desired[tt.survivor].Host || d.Action.Config.Member(w.desired[1].Host) != nil {
 					t.Fatalf("force onto %s with %v", d.Action.Host, hosts(*d.Action.Config))
 				}
-				fd := event[ForceDecided](t, d)
+				fd := event[ForceDecided](t, decided)
 				if !fd.MajorityWritesLost || fd.CommitPoint.Secs != 100 || fd.SurvivorOptime.Secs != 95 || fd.BestMissing != w.desired[1].Host {
 					t.Fatalf("writes at risk not recorded: %+v", fd)
 				}
@@ -192,7 +200,7 @@ func TestMajorityLossPolicy(t *testing.T) {
 				if started := d.Events[len(d.Events)-1].(ActionStarted); !strings.Contains(started.AtRisk, "w:majority") {
 					t.Fatalf("ActionStarted.AtRisk %q", started.AtRisk)
 				}
-				if tt.annotation != "" && !has(d, "ApprovalAccepted") {
+				if tt.annotation != "" && !has(decided, "ApprovalAccepted") {
 					t.Fatalf("approval not recorded: %v", types(d))
 				}
 			}
@@ -207,6 +215,25 @@ func TestMajorityLossPolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fenceAll carries the fencing of a decided force through (decision d):
+// every FencePod succeeds and the StatefulSet recreates the pod under a new
+// UID. It returns the state and the first decision that fences nothing.
+func fenceAll(t *testing.T, s State, w *world, in Inputs, d Decision) (State, Decision) {
+	t.Helper()
+	for i := 0; d.Action != nil && d.Action.Kind == ActFencePod; i++ {
+		if i == len(w.desired) {
+			t.Fatalf("fencing does not end: %+v", d.Action)
+		}
+		s = runAt(s, d, in.Now)
+		s = runAt(s, Decision{Events: Conclude(*d.Action, nil)}, in.Now)
+		p := w.obs.Pods[d.Action.Host]
+		p.UID += "-new"
+		w.obs.Pods[d.Action.Host] = p
+		d = Decide(s, in)
+	}
+	return s, d
 }
 
 // event returns the decision's only event of type E.
@@ -248,7 +275,7 @@ func forcedState(t *testing.T) (State, *world) {
 	s, w := lostState(t, automatic(time.Minute))
 	in := w.in()
 	in.Now = t0.Add(time.Hour)
-	d := Decide(s, in)
+	s, d := fenceAll(t, s, w, in, Decide(s, in))
 	if d.Action == nil || d.Action.Kind != ActForceReconfig {
 		t.Fatalf("no force: %v", types(d))
 	}
@@ -319,7 +346,7 @@ func TestForceInFlightIsSettledNeverSentTwice(t *testing.T) {
 	s, w := lostState(t, automatic(time.Minute))
 	in := w.in()
 	in.Now = t0.Add(time.Hour)
-	d := Decide(s, in)
+	s, d := fenceAll(t, s, w, in, Decide(s, in))
 	s = runAt(s, d, in.Now)
 	f := *s.InFlight
 	survivor := w.desired[0].Host

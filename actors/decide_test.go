@@ -31,7 +31,7 @@ func newWorld(m *v1alpha1.Mgors) *world {
 	w := &world{m: m, desired: mongo.Desired(m, "cluster.local")}
 	w.obs = Observation{At: t0, ObjectsReady: true, Replicas: m.Spec.Members, Pods: map[string]PodView{}, Members: map[string]MemberView{}}
 	for _, dm := range w.desired {
-		w.obs.Pods[dm.Name] = PodView{Name: dm.Name, Phase: "Running"}
+		w.obs.Pods[dm.Name] = PodView{Name: dm.Name, UID: dm.Name + "-uid", Phase: "Running"}
 	}
 	return w
 }

@@ -44,6 +44,11 @@ const (
 	// NotReady past recovery.nodeLossGracePeriod, so its kubelet will never
 	// confirm the deletion and the StatefulSet cannot recreate it elsewhere.
 	ActForceDeletePod ActionKind = "ForceDeletePod"
+	// ActFencePod deletes the pod of a member a decided force drops, before
+	// the force is sent: a hung or cut-off mongod must not come back with its
+	// election timer long expired and elect a second primary in the old
+	// config. The kubelet kills it; the StatefulSet recreates it afresh.
+	ActFencePod ActionKind = "FencePod"
 )
 
 // SpecObserved records a spec generation the actor started to act on.
@@ -78,6 +83,8 @@ type ActionStarted struct {
 	Members []string `json:"members,omitempty"`
 	// AtRisk describes writes a forced reconfig may lose.
 	AtRisk string `json:"atRisk,omitempty"`
+	// UID is the pod a FencePod deletes: a pod recreated since is left alone.
+	UID string `json:"uid,omitempty"`
 }
 
 // ActionFinished records that the action in flight succeeded, or that the
@@ -191,7 +198,8 @@ type MajorityLost struct {
 
 // ForceDecided records a forced reconfig, decided and about to be sent: under
 // which policy (and whose approval), onto which survivor, and the writes it
-// puts at risk. It precedes the ActionStarted of ActForceReconfig.
+// puts at risk. The pods of the dropped members are fenced next (FencePod),
+// then the ActionStarted of ActForceReconfig sends it, unless ForceAbandoned.
 type ForceDecided struct {
 	// Policy is Manual (a person approved) or Automatic.
 	Policy string `json:"policy"`
@@ -258,6 +266,14 @@ type ActionUncertain struct {
 // again on its own; a person approves with ReinitiateAnnotation.
 type VolumesLost struct {
 	Members []string `json:"members"`
+}
+
+// ForceAbandoned records a decided force that was never sent: before it
+// went, a voting majority answered again (the fenced members came back), or
+// the survivor stopped answering. A later decision starts afresh.
+type ForceAbandoned struct {
+	Survivor string `json:"survivor"`
+	Reason   string `json:"reason"`
 }
 
 // NodeLost records member pods on a node NotReady past
@@ -341,6 +357,7 @@ func (NodeLost) Type() string          { return "NodeLost" }
 func (MemberResyncing) Type() string   { return "MemberResyncing" }
 func (MemberStuck) Type() string       { return "MemberStuck" }
 func (MemberRecovered) Type() string   { return "MemberRecovered" }
+func (ForceAbandoned) Type() string    { return "ForceAbandoned" }
 
 // payloadVersion is the schema version of every payload written today.
 const payloadVersion = 1
@@ -385,6 +402,7 @@ func init() {
 	register(MemberResyncing{})
 	register(MemberStuck{})
 	register(MemberRecovered{})
+	register(ForceAbandoned{})
 }
 
 // Encode wraps an event in a record of the given stream, at seq.

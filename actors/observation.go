@@ -58,6 +58,7 @@ type Observation struct {
 // PodView is one member pod as observed.
 type PodView struct {
 	Name     string `json:"name"`
+	UID      string `json:"uid,omitempty"`
 	Phase    string `json:"phase"`
 	Ready    bool   `json:"ready"`
 	Deleting bool   `json:"deleting,omitempty"`

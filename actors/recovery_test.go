@@ -22,6 +22,8 @@ type node struct {
 	up     bool
 	config *mongo.Config // nil: an empty volume
 	optime uint32        // last applied write, in term 1 (the fake never rolls back)
+	pods   int           // pods created before the one running: its UID
+	fenced int           // FencePods that deleted a pod
 }
 
 // setWorld is a replica set in memory that does what mongod does for the
@@ -119,7 +121,7 @@ func (w *setWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mon
 	cfg, from := w.current()
 	for i, dm := range desired {
 		n := w.nodes[i]
-		o.Pods[dm.Name] = PodView{Name: dm.Name, Phase: "Running", Ready: n.up}
+		o.Pods[dm.Name] = PodView{Name: dm.Name, UID: fmt.Sprintf("%s-%d", dm.Name, n.pods), Phase: "Running", Ready: n.up}
 		mv := MemberView{Name: dm.Name, Host: dm.Host, Err: "connection refused"}
 		if n.up {
 			mv = MemberView{Name: dm.Name, Host: dm.Host, Answers: true, Primary: i == primary, LastWrite: opt(n.optime, 1)}
@@ -238,6 +240,12 @@ func (w *setWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
 	case ActWipeMember:
 		n := w.nodes[podOrdinal(m, a.Host)]
 		n.config, n.optime = nil, 0
+	case ActFencePod: // the StatefulSet recreates the pod at once; a member down stays down
+		n := w.nodes[podOrdinal(m, a.Host)]
+		if a.UID == fmt.Sprintf("%s-%d", a.Host, n.pods) {
+			n.pods++
+			n.fenced++
+		}
 	}
 	return nil
 }

@@ -69,6 +69,10 @@ type State struct {
 	// is Healthy again; ForceApplied is true once it finished.
 	Force        *ForceDecided `json:"force,omitempty"`
 	ForceApplied bool          `json:"forceApplied,omitempty"`
+	// Fenced are the pods deleted before a force dropped their members
+	// (FencePod), by name, until the set is Healthy again: a pod of another
+	// UID under that name is the fresh one.
+	Fenced map[string]Fence `json:"fenced,omitempty"`
 	// Handled are the approval annotations (key → value) acted on or refused
 	// and not yet removed: a handled value is never acted on again.
 	Handled map[string]string `json:"handled,omitempty"`
@@ -99,6 +103,13 @@ type State struct {
 	Replicas int32 `json:"replicas"`
 }
 
+// Fence is a pod deleted before a force (FencePod): the UID deleted, and
+// when the delete was accepted.
+type Fence struct {
+	UID string    `json:"uid"`
+	At  time.Time `json:"at"`
+}
+
 // Initial is the state of a cluster before its first event.
 func Initial() State { return State{Phase: v1alpha1.PhaseProvisioning} }
 
@@ -113,7 +124,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	case PhaseChanged:
 		s.Phase, s.PhaseReason = e.To, e.Reason
 		if e.To == v1alpha1.PhaseHealthy {
-			s.Force, s.ForceApplied = nil, false // the recovery from a force is over
+			s.Force, s.ForceApplied, s.Fenced = nil, false, nil // the recovery from a force is over
 		}
 	case ActionStarted:
 		started := e
@@ -128,6 +139,12 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 				s.ForceApplied = true
 			case ActRemoveAnnotation:
 				s.Handled = without(s.Handled, e.Target)
+			case ActFencePod:
+				s.Fenced = maps.Clone(s.Fenced)
+				if s.Fenced == nil {
+					s.Fenced = map[string]Fence{}
+				}
+				s.Fenced[e.Target] = Fence{UID: s.InFlight.UID, At: at}
 			}
 		}
 		s.InFlight, s.LastFailure, s.Failures, s.FailedAt = nil, nil, 0, time.Time{}
@@ -156,6 +173,8 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	case ForceDecided:
 		force := e
 		s.Force, s.ForceApplied = &force, false
+	case ForceAbandoned:
+		s.Force = nil
 	case ApprovalAccepted:
 		s.Handled = with(s.Handled, e.Annotation, e.Value)
 		s.Refused = nil

@@ -130,17 +130,16 @@ func (w *KubeWorld) adminUsername(ctx context.Context, m *v1alpha1.Mgors) string
 	return AdminUsername
 }
 
-// observeNodes fills in the readiness of the member pods' nodes. It reads
-// nodes only when spec.recovery.nodeLossGracePeriod is set (the only rule
-// that needs them, and the only case the operator's RBAC must allow nodes
-// get); a failed read leaves the pods' nodes unknown, which no rule acts on.
+// observeNodes fills in the readiness of the member pods' nodes: of every
+// pod's node when spec.recovery.nodeLossGracePeriod is set (nodeLoss), else
+// only of the nodes of pods not Ready (fencing skips a pod whose node is
+// NotReady), so a healthy cluster reads none. A failed read leaves the
+// nodes unknown, which no rule acts on.
 func (w *KubeWorld) observeNodes(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
-	if m.Spec.Recovery.NodeLossGracePeriod == nil {
-		return
-	}
+	every := m.Spec.Recovery.NodeLossGracePeriod != nil
 	var names []string
 	for _, p := range o.Pods {
-		if p.Node != "" && !slices.Contains(names, p.Node) {
+		if p.Node != "" && (every || !p.Ready) && !slices.Contains(names, p.Node) {
 			names = append(names, p.Node)
 		}
 	}
@@ -227,7 +226,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	for _, p := range pods.Items {
-		pv := PodView{Name: p.Name, Phase: string(p.Status.Phase), Ready: podReady(&p),
+		pv := PodView{Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase), Ready: podReady(&p),
 			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts),
 			Node: p.Spec.NodeName}
 		for _, c := range p.Status.ContainerStatuses {
@@ -290,6 +289,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return w.Applier.DeletePod(ctx, m, a.Host)
 	case ActForceDeletePod:
 		return w.Applier.ForceDeletePod(ctx, m, a.Host)
+	case ActFencePod:
+		return w.Applier.FencePod(ctx, m, a.Host, a.UID)
 	case ActRemoveAnnotation:
 		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
 	case ActWipeMember:

@@ -181,6 +181,8 @@ func describeRecovery(e actors.Event) string {
 			d += "; at risk at most: writes acknowledged before the loss was seen at " + e.LossSeen.UTC().Format("15:04:05.000")
 		}
 		return d
+	case actors.ForceAbandoned:
+		return fmt.Sprintf("force onto %s not sent: %s", e.Survivor, e.Reason)
 	case actors.ApprovalRefused:
 		return fmt.Sprintf("%s=%s refused: %s", e.Annotation, e.Value, e.Reason)
 	case actors.ApprovalAccepted:
