@@ -22,12 +22,13 @@ const majorityGrace = 90 * time.Second
 // period, the force and an election, with room for a slow machine.
 const majorityLossHold = majorityGrace + 3*time.Minute
 
-// majorityLoss freezes (SIGSTOP) the primary and one secondary of a cluster
-// of three data members under the Automatic majority-loss policy, so that one
-// voter of three answers; holds them until the third is seen PRIMARY (the
-// operator forced the config onto it after the grace period), at most s.Hold;
-// then continues them (they come back REMOVED and are re-added, or wiped when
-// they hold writes past the survivor's). Evidence: the survivor seen primary.
+// majorityLoss freezes (SIGSTOP, every node cordoned: Freeze) the primary and
+// one secondary of a cluster of three data members under the Automatic
+// majority-loss policy, so that one voter of three answers; holds them until
+// the third is seen PRIMARY (the operator fenced the two and forced the config
+// onto it after the grace period), at most s.Hold; then thaws them (they come
+// back REMOVED and are re-added, or wiped when they hold writes past the
+// survivor's). Evidence: the survivor seen primary.
 func (r *run) majorityLoss(ctx context.Context, f *Fault, t *target, s Step) error {
 	if err := r.automatic(ctx, t); err != nil {
 		return err
@@ -47,27 +48,24 @@ func (r *run) majorityLoss(ctx context.Context, f *Fault, t *target, s Step) err
 	}
 	frozen, survivor := []string{primary, others[0]}, others[1]
 	f.Targets = frozen
-	var evidence []string
+	var pods []string
+	for _, h := range frozen {
+		pods = append(pods, podOf(h)) // the operator, not the fault, deletes them (fencing)
+	}
 	f.Start = time.Now()
+	held, evidence, err := Freeze(ctx, r.kube, r.faults, t.ns, pods)
+	if err != nil {
+		return err
+	}
 	defer func() {
-		// Continue them even when ctx ended: a frozen member must not outlive the run.
+		// Thaw even when ctx ended: a frozen member must not outlive the run.
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		for _, h := range frozen {
-			if ev, err := r.faults.Resume(rctx, t.ns, podOf(h)); err == nil {
-				evidence = append(evidence, ev)
-			}
-		}
+		ev, _ := held.Thaw(rctx)
+		evidence = append(evidence, ev...)
 		f.Healed = time.Now()
 		f.Evidence = strings.Join(evidence, "; ")
 	}()
-	for _, h := range frozen {
-		ev, err := r.faults.Pause(ctx, t.ns, podOf(h))
-		if err != nil {
-			return err
-		}
-		evidence = append(evidence, ev)
-	}
 	f.Happened = until(ctx, s.Hold, func() bool {
 		for _, m := range r.members.of(t) {
 			if m.Member == survivor && m.Error == "" && m.State == "PRIMARY" && m.At.After(f.Start) {

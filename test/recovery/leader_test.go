@@ -106,21 +106,15 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 		})
 	}()
 
-	var evidence []string
+	held, evidence, err := chaos.Freeze(ctx, s.Kube(), s.Faults(), c.Namespace, lk.pods)
+	if err != nil {
+		return err
+	}
 	defer func() {
 		if lk.healed.IsZero() { // an error on the way: never leave them frozen
-			for _, p := range lk.pods {
-				_, _ = s.Faults().Resume(context.WithoutCancel(ctx), c.Namespace, p)
-			}
+			_, _ = held.Thaw(context.WithoutCancel(ctx))
 		}
 	}()
-	for _, p := range lk.pods {
-		ev, err := s.Faults().Pause(ctx, c.Namespace, p)
-		if err != nil {
-			return err
-		}
-		evidence = append(evidence, ev)
-	}
 	log := s.Log()
 	select {
 	case err := <-killed:
@@ -158,12 +152,10 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 	if until(ctx, actionBound, survivorPrimary) {
 		lk.primary = time.Now()
 	}
-	for _, p := range lk.pods {
-		ev, err := s.Faults().Resume(context.WithoutCancel(ctx), c.Namespace, p)
-		if err != nil {
-			return err
-		}
-		evidence = append(evidence, ev)
+	ev, err := held.Thaw(context.WithoutCancel(ctx))
+	evidence = append(evidence, ev...)
+	if err != nil {
+		return err
 	}
 	lk.healed = time.Now()
 	at, err := s.WaitHealthy(ctx, lk.healed)

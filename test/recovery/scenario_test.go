@@ -37,9 +37,10 @@ func majorityOf(ctx context.Context, s *chaos.Scene, i int) (survivor string, fr
 	return others[1], []string{podOf(primary), podOf(others[0])}, nil
 }
 
-// majorityLoss freezes (SIGSTOP) the primary and one secondary of the
-// Automatic cluster, so that only one member of three answers, holds them until
-// the survivor is primary, then lets them go on, and waits for Healthy.
+// majorityLoss freezes (SIGSTOP, every node cordoned: chaos.Freeze) the
+// primary and one secondary of the Automatic cluster, so that only one member
+// of three answers, holds them until the survivor is primary (the operator
+// fenced both, then forced), then thaws them, and waits for Healthy.
 // Under Manual it also waits past the grace period (nothing is forced), then
 // approves the wrong member (a frozen one: refused), then the survivor.
 // With lag, the survivor is first cut off from the other two for lagFor, so
@@ -73,12 +74,11 @@ func (ml *majorityLoss) run(ctx context.Context, s *chaos.Scene) error {
 	}
 	ml.survivor, ml.pods = survivor, frozen
 	var evidence []string
+	var held *chaos.Frozen
 	ml.start = time.Now()
 	defer func() {
-		if ml.healed.IsZero() { // an error on the way: never leave them frozen
-			for _, p := range ml.pods {
-				_, _ = s.Faults().Resume(context.WithoutCancel(ctx), c.Namespace, p)
-			}
+		if ml.healed.IsZero() && held != nil { // an error on the way: never leave them frozen
+			_, _ = held.Thaw(context.WithoutCancel(ctx))
 		}
 	}()
 	lagTag := "recovery-lag-" + c.Name
@@ -90,12 +90,10 @@ func (ml *majorityLoss) run(ctx context.Context, s *chaos.Scene) error {
 		evidence = append(evidence, fmt.Sprintf("%s cut off from %s for %s", podOf(ml.survivor), strings.Join(ml.pods, ", "), lagFor))
 		sleepFor(ctx, lagFor)
 	}
-	for _, p := range ml.pods {
-		ev, err := s.Faults().Pause(ctx, c.Namespace, p)
-		if err != nil {
-			return err
-		}
-		evidence = append(evidence, ev)
+	held, ev, err := chaos.Freeze(ctx, s.Kube(), s.Faults(), c.Namespace, ml.pods)
+	evidence = append(evidence, ev...)
+	if err != nil {
+		return err
 	}
 	if ml.lag {
 		// The two are frozen: the survivor, reachable again, cannot catch up.
@@ -133,12 +131,10 @@ func (ml *majorityLoss) run(ctx context.Context, s *chaos.Scene) error {
 	if until(ctx, actionBound, survivorPrimary) {
 		ml.primary = time.Now()
 	}
-	for _, p := range ml.pods {
-		ev, err := s.Faults().Resume(context.WithoutCancel(ctx), c.Namespace, p)
-		if err != nil {
-			return err
-		}
-		evidence = append(evidence, ev)
+	ev, err = held.Thaw(context.WithoutCancel(ctx))
+	evidence = append(evidence, ev...)
+	if err != nil {
+		return err
 	}
 	ml.healed = time.Now()
 	at, err := s.WaitHealthy(ctx, ml.healed)
@@ -156,7 +152,8 @@ func (ml *majorityLoss) run(ctx context.Context, s *chaos.Scene) error {
 }
 
 // judge reads the cluster's event log: the loss with its evidence, one force
-// onto the survivor (Automatic: not before the grace period; Manual: only
+// onto the survivor after both frozen members were fenced (Automatic: not
+// before the grace period; Manual: only
 // after the right approval, the wrong one refused, each annotation removed),
 // its writes at risk, the majority restored, and Healthy within the bound.
 func (ml *majorityLoss) judge(t *testing.T, recs []record, h *chaos.History, key string) {
@@ -193,6 +190,20 @@ func (ml *majorityLoss) judge(t *testing.T, recs []record, h *chaos.History, key
 	fd := decided.Event.(actors.ForceDecided)
 	if fd.Policy != policy || !strings.HasPrefix(ml.survivor, fd.Survivor+".") && fd.Survivor != ml.survivor {
 		t.Errorf("%s: ForceDecided %+v, want %s onto %s", name, fd, policy, ml.survivor)
+	}
+	// Fencing: each member the force drops had its pod deleted after the
+	// decision and before the force, so no paused mongod could come back
+	// with the old config and an expired election timer.
+	fenced := map[string]bool{}
+	for _, r := range recs {
+		if a, ok := r.Event.(actors.ActionStarted); ok && a.Action == actors.ActFencePod && !r.At.Before(decided.At) && !r.At.After(forces[0].At) {
+			fenced[a.Target] = a.UID != ""
+		}
+	}
+	for _, p := range ml.pods {
+		if !fenced[p] {
+			t.Errorf("%s: %s not fenced (by UID) between the decision and the force: %v", name, p, fenced)
+		}
 	}
 	if d := decided.At.Sub(lost.At); d < gracePeriod && !ml.manual {
 		t.Errorf("%s: forced %s after MajorityLost, before the grace period %s", name, d, gracePeriod)
