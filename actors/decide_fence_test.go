@@ -108,8 +108,8 @@ func TestForceAbandonedWhenTheMajorityAnswersWhileFencing(t *testing.T) {
 	if fa := event[ForceAbandoned](t, d); !strings.Contains(fa.Reason, "3 of 3 voting members answer hello") {
 		t.Fatalf("reason %q", fa.Reason)
 	}
-	if s = runAt(s, d, in.Now); s.Force != nil {
-		t.Fatalf("force %+v kept", s.Force)
+	if s = runAt(s, d, in.Now); s.Force != nil || s.Fenced != nil {
+		t.Fatalf("force %+v fenced %v kept", s.Force, s.Fenced)
 	}
 	if d := Decide(s, in); d.Action != nil && d.Action.Kind == ActForceReconfig || has(d, "ForceDecided") {
 		t.Fatalf("forced after the abandon: %v", types(d))

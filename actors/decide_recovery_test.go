@@ -389,8 +389,13 @@ func TestForceInFlightIsSettledNeverSentTwice(t *testing.T) {
 		s2 := runAt(s, d, t0.Add(time.Hour))
 		in := w.in()
 		in.Now = t0.Add(time.Hour + time.Minute)
-		if d := Decide(s2, in); d.Action == nil || d.Action.Kind != ActForceReconfig {
+		d = Decide(s2, in)
+		if !has(d, "ForceDecided") {
 			t.Fatalf("no second decision after a force that never applied: %v", types(d))
+		}
+		// A decision fences afresh: the members' pods are deleted again.
+		if _, d := fenceAll(t, s2, w, in, d); d.Action == nil || d.Action.Kind != ActForceReconfig {
+			t.Fatalf("no force after the second decision: %v", types(d))
 		}
 	})
 	t.Run("an error without a server reply leaves it in flight", func(t *testing.T) {

@@ -69,9 +69,9 @@ type State struct {
 	// is Healthy again; ForceApplied is true once it finished.
 	Force        *ForceDecided `json:"force,omitempty"`
 	ForceApplied bool          `json:"forceApplied,omitempty"`
-	// Fenced are the pods deleted before a force dropped their members
-	// (FencePod), by name, until the set is Healthy again: a pod of another
-	// UID under that name is the fresh one.
+	// Fenced are the pods deleted before the force decided dropped their
+	// members (FencePod), by name, until the set is Healthy again or the force
+	// is abandoned: a pod of another UID under that name is the fresh one.
 	Fenced map[string]Fence `json:"fenced,omitempty"`
 	// Handled are the approval annotations (key → value) acted on or refused
 	// and not yet removed: a handled value is never acted on again.
@@ -172,9 +172,9 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		}
 	case ForceDecided:
 		force := e
-		s.Force, s.ForceApplied = &force, false
+		s.Force, s.ForceApplied, s.Fenced = &force, false, nil // each force fences afresh
 	case ForceAbandoned:
-		s.Force = nil
+		s.Force, s.Fenced = nil, nil
 	case ApprovalAccepted:
 		s.Handled = with(s.Handled, e.Annotation, e.Value)
 		s.Refused = nil
