@@ -580,28 +580,9 @@ func (a *Applier) DeletePVCs(ctx context.Context, m *v1alpha1.Mgors, ordinals []
 }
 
 // DeletePod deletes one of m's member pods so that its StatefulSet recreates
-// it from the current template (OnDelete update strategy). The pod must be
-// owned by m's StatefulSet; its UID is a precondition, so a pod recreated in
-// the meantime is never deleted by mistake. A pod already gone is not an error.
+// it from the current template (OnDelete update strategy), with the pod's own
+// grace period (deleteMemberPod). A pod already gone or recreated in the
+// meantime is success: it is never deleted by mistake.
 func (a *Applier) DeletePod(ctx context.Context, m *v1alpha1.Mgors, name string) error {
-	c := a.Client.CoreV1().Pods(m.Namespace)
-	cctx, cancel := a.call(ctx)
-	defer cancel()
-	pod, err := c.Get(cctx, name, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if pod.Labels[LabelInstance] != m.Name || pod.Labels[LabelManagedBy] != ManagedBy {
-		return &NotOwned{Kind: "Pod", Name: name}
-	}
-	dctx, dcancel := a.call(ctx)
-	defer dcancel()
-	err = c.Delete(dctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return a.deleteMemberPod(ctx, m, name, "", nil)
 }

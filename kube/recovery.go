@@ -21,27 +21,8 @@ import (
 // is gone from the API. Only pods of m are deleted; a pod already gone is
 // success.
 func (a *Applier) ForceDeletePod(ctx context.Context, m *v1alpha1.Mgors, name string) error {
-	c := a.Client.CoreV1().Pods(m.Namespace)
-	pod, err := bounded(ctx, a, func(ctx context.Context) (*corev1.Pod, error) {
-		return c.Get(ctx, name, metav1.GetOptions{})
-	})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if pod.Labels[LabelInstance] != m.Name || pod.Labels[LabelManagedBy] != ManagedBy {
-		return &NotOwned{Kind: "Pod", Name: name}
-	}
 	zero := int64(0)
-	dctx, cancel := a.call(ctx)
-	defer cancel()
-	err = c.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return a.deleteMemberPod(ctx, m, name, "", &zero)
 }
 
 // FenceGrace is the grace period of a fencing delete: a member that has not
@@ -56,6 +37,15 @@ const FenceGrace = 2 * time.Second
 // StatefulSet recreates it, and the member starts afresh. A pod already gone
 // or replaced (another UID) is success.
 func (a *Applier) FencePod(ctx context.Context, m *v1alpha1.Mgors, name, uid string) error {
+	grace := int64(FenceGrace / time.Second)
+	return a.deleteMemberPod(ctx, m, name, uid, &grace)
+}
+
+// deleteMemberPod deletes the member pod name of m (its labels must say so)
+// with grace (nil: the pod's own), bound by precondition to the UID it read;
+// when uid is set, only a pod of that UID. A pod gone, or replaced since, is
+// success: the one meant is no more.
+func (a *Applier) deleteMemberPod(ctx context.Context, m *v1alpha1.Mgors, name, uid string, grace *int64) error {
 	c := a.Client.CoreV1().Pods(m.Namespace)
 	pod, err := bounded(ctx, a, func(ctx context.Context) (*corev1.Pod, error) {
 		return c.Get(ctx, name, metav1.GetOptions{})
@@ -69,13 +59,12 @@ func (a *Applier) FencePod(ctx context.Context, m *v1alpha1.Mgors, name, uid str
 	if pod.Labels[LabelInstance] != m.Name || pod.Labels[LabelManagedBy] != ManagedBy {
 		return &NotOwned{Kind: "Pod", Name: name}
 	}
-	if string(pod.UID) != uid {
+	if uid != "" && string(pod.UID) != uid {
 		return nil
 	}
-	grace := int64(FenceGrace / time.Second)
 	dctx, cancel := a.call(ctx)
 	defer cancel()
-	err = c.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: &grace, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
+	err = c.Delete(dctx, name, metav1.DeleteOptions{GracePeriodSeconds: grace, Preconditions: &metav1.Preconditions{UID: &pod.UID}})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 		return nil
 	}

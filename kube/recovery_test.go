@@ -13,13 +13,19 @@ import (
 	mfake "github.com/mgors/operator/kube/client/fake"
 )
 
-func TestForceDeletePod(t *testing.T) {
-	ctx := context.Background()
-	m := sample()
+// memberPods is a clientset with a member pod of m (db-1, UID p1) and a pod
+// of no Mgors (x-0), and an Applier on it.
+func memberPods(m *v1alpha1.Mgors) (*fake.Clientset, *Applier) {
 	own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", UID: "p1", Labels: Labels(m, ComponentMember)}}
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", Namespace: "ns", UID: "p2"}}
 	c := fake.NewClientset(own, other)
-	a := NewApplier(c)
+	return c, NewApplier(c)
+}
+
+func TestForceDeletePod(t *testing.T) {
+	ctx := context.Background()
+	m := sample()
+	c, a := memberPods(m)
 	if err := a.ForceDeletePod(ctx, m, "db-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -46,10 +52,7 @@ func TestForceDeletePod(t *testing.T) {
 func TestFencePod(t *testing.T) {
 	ctx := context.Background()
 	m := sample()
-	own := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-1", Namespace: "ns", UID: "p1", Labels: Labels(m, ComponentMember)}}
-	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x-0", Namespace: "ns", UID: "p2"}}
-	c := fake.NewClientset(own, other)
-	a := NewApplier(c)
+	c, a := memberPods(m)
 	if err := a.FencePod(ctx, m, "db-1", "recreated"); err != nil {
 		t.Fatalf("a pod recreated since: %v", err)
 	}
