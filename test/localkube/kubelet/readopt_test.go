@@ -1,6 +1,10 @@
 package kubelet
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,6 +31,24 @@ func TestReadoptedContainerReportsItsExit(t *testing.T) {
 	after, _ := PodProcesses(e.cfg.Dir, testNS, p.Name)
 	if len(after) != 1 || after[0] != before[0] {
 		t.Fatalf("processes %v -> %v after the kubelet restart, want the same", before, after)
+	}
+	// The Node outlives the kubelet, so startKubelet returns before the pod
+	// worker recovered: a kill before the re-adoption is a container that
+	// ended while no kubelet watched (its status lost, as in Kubernetes).
+	pid := fmt.Sprintf(`"pid":%d,`, before[0])
+	readopted := func() bool {
+		b, _ := os.ReadFile(filepath.Join(e.root, "kubelet.log"))
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.Contains(line, pid) && strings.Contains(line, "re-adopted running container") {
+				return true
+			}
+		}
+		return false
+	}
+	for deadline := time.Now().Add(30 * time.Second); !readopted(); time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted kubelet did not log the re-adoption of pid %d", before[0])
+		}
 	}
 	if err := syscall.Kill(-before[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
