@@ -112,8 +112,27 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 		}
 		return o, err
 	}
-	w.observeMembers(ctx, admin, desired, w.adminUsername(ctx, m), &o)
+	w.observeMembers(ctx, admin, w.withLeaving(m, desired, o.Replicas), w.adminUsername(ctx, m), &o)
 	return o, nil
+}
+
+// withLeaving is desired and the data members a scale-down is taking away:
+// the StatefulSet still runs the ordinals below its replicas, and until the
+// config no longer names them one of them may be the primary, stepped down
+// before it is removed. A member not asked is a primary not seen: the set
+// would look as if it had none, and wait for an election that never comes.
+func (w *KubeWorld) withLeaving(m *v1alpha1.Mgors, desired []mongo.DesiredMember, replicas int32) []mongo.DesiredMember {
+	data := int32(0)
+	for _, dm := range desired {
+		if !dm.Arbiter {
+			data++
+		}
+	}
+	out := desired
+	for i := data; i < replicas; i++ {
+		out = append(slices.Clip(out), mongo.DesiredMember{Ordinal: i, Name: m.PodName(i), Host: m.MemberHost(i, w.ClusterDomain)})
+	}
+	return out
 }
 
 // adminUsername is the admin user's name from its Secret (the name the user

@@ -311,3 +311,32 @@ func TestKubeWorldReadsARemovedMembersOwnOptime(t *testing.T) {
 		}
 	}
 }
+
+// A scale-down asks the members it is taking away too: until the config no
+// longer names them one may be the primary (stepped down before its removal),
+// and a primary not asked is a primary not seen.
+func TestKubeWorldObservesTheMembersAScaleDownTakesAway(t *testing.T) {
+	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
+	waitFor(t, "Healthy", healthyIn(mc))
+	stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := 0; rs.Primary() != hosts[2]; i++ { // a stepped-down primary is not elected again
+		if i == 2 {
+			t.Fatalf("primary %s after two stepdowns", rs.Primary())
+		}
+		if err := rs.StepDown(ctx, rs.Primary(), 60); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := mgors()
+	m.Spec.Members = 2
+	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.Replicas != 3 || o.Primary != hosts[2] || o.Members[hosts[2]].Name != "demo-2" || o.Status == nil {
+		t.Fatalf("replicas %d, primary %q, leaving member %+v: want demo-2 seen as the primary", o.Replicas, o.Primary, o.Members[hosts[2]])
+	}
+}
