@@ -165,6 +165,17 @@ func kubeFixture(t *testing.T, user string) (func(mongo.Admin) *KubeWorld, *mong
 	return newWorld, rs, mc, hosts
 }
 
+// healthyFixture is kubeFixture (admin user "admin") after an operator brought
+// the set to Healthy and stopped.
+func healthyFixture(t *testing.T) (func(mongo.Admin) *KubeWorld, *mongotest.ReplicaSet, []string) {
+	t.Helper()
+	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
+	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
+	waitFor(t, "Healthy", healthyIn(mc))
+	stop()
+	return newWorld, rs, hosts
+}
+
 // keepOpen outlives the operators that close it, as a real replica set does.
 type keepOpen struct{ *mongotest.ReplicaSet }
 
@@ -214,10 +225,7 @@ func TestKubeWorldChecksTheAdminUserTheSecretNames(t *testing.T) {
 
 // A failed replSetGetConfig is reported, not taken for "no config".
 func TestKubeWorldReportsAnUnreadableConfig(t *testing.T) {
-	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
-	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
-	waitFor(t, "Healthy", healthyIn(mc))
-	stop()
+	newWorld, rs, hosts := healthyFixture(t)
 	m := mgors()
 	world := newWorld(noConfig{keepOpen{rs}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -275,10 +283,7 @@ func TestKubeWorldWipesAMemberClaimThenPod(t *testing.T) {
 // A member removed from the config answers hello without one; the world reads
 // its local database: REMOVED, at its own last optime.
 func TestKubeWorldReadsARemovedMembersOwnOptime(t *testing.T) {
-	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
-	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
-	waitFor(t, "Healthy", healthyIn(mc))
-	stop()
+	newWorld, rs, hosts := healthyFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	primary := rs.Primary()
@@ -316,10 +321,7 @@ func TestKubeWorldReadsARemovedMembersOwnOptime(t *testing.T) {
 // longer names them one may be the primary (stepped down before its removal),
 // and a primary not asked is a primary not seen.
 func TestKubeWorldObservesTheMembersAScaleDownTakesAway(t *testing.T) {
-	newWorld, rs, mc, hosts := kubeFixture(t, "admin")
-	stop := runOperator(t, testDeps(eventlog.NewMemory(), newWorld(nil)))
-	waitFor(t, "Healthy", healthyIn(mc))
-	stop()
+	newWorld, rs, hosts := healthyFixture(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for i := 0; rs.Primary() != hosts[2]; i++ { // a stepped-down primary is not elected again
