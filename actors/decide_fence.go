@@ -85,16 +85,6 @@ func (d *decider) fence(dropped []string) (unfenced []string, waiting bool) {
 	return unfenced, false
 }
 
-// podOf is the pod name of a config host, "" when no desired member has it.
-func (d *decider) podOf(host string) string {
-	for _, dm := range d.in.Desired {
-		if mongo.SameHost(dm.Host, host) {
-			return dm.Name
-		}
-	}
-	return ""
-}
-
 // fenceSettled settles a FencePod in flight after a restart: the pod deleted,
 // gone or recreated shows the delete was accepted.
 func (d *decider) fenceSettled(f *ActionStarted) bool {

@@ -229,6 +229,16 @@ func (d *decider) forceApproval(member string) string {
 	return ""
 }
 
+// podOf is the pod name of a config host, "" when no desired member has it.
+func (d *decider) podOf(host string) string {
+	for _, dm := range d.in.Desired {
+		if mongo.SameHost(dm.Host, host) {
+			return dm.Name
+		}
+	}
+	return ""
+}
+
 // hostOf resolves a member named by pod name or host to its config host.
 func (d *decider) hostOf(member string) string {
 	for _, dm := range d.in.Desired {

@@ -38,13 +38,10 @@ func (d *decider) roll() bool {
 			return true
 		}
 	}
-	var primaryPod string
+	primaryPod := d.podOf(o.Primary)
 	byPod := map[string]mongo.DesiredMember{}
 	for _, dm := range d.in.Desired {
 		byPod[dm.Name] = dm
-		if mongo.SameHost(dm.Host, o.Primary) {
-			primaryPod = dm.Name
-		}
 	}
 	sort.Slice(pods, func(i, j int) bool { return byPod[pods[i]].Ordinal > byPod[pods[j]].Ordinal })
 	for _, name := range pods {

@@ -140,11 +140,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 			case ActRemoveAnnotation:
 				s.Handled = without(s.Handled, e.Target)
 			case ActFencePod:
-				s.Fenced = maps.Clone(s.Fenced)
-				if s.Fenced == nil {
-					s.Fenced = map[string]Fence{}
-				}
-				s.Fenced[e.Target] = Fence{UID: s.InFlight.UID, At: at}
+				s.Fenced = with(s.Fenced, e.Target, Fence{UID: s.InFlight.UID, At: at})
 			}
 		}
 		s.InFlight, s.LastFailure, s.Failures, s.FailedAt = nil, nil, 0, time.Time{}
@@ -290,8 +286,9 @@ func claims(prev map[string]string, members []MemberDigest) map[string]string {
 	return out
 }
 
-func with(m map[string]string, k, v string) map[string]string {
-	out := make(map[string]string, len(m)+1)
+// with is a copy of m with k set to v: a folded state never shares a map it changes.
+func with[V any](m map[string]V, k string, v V) map[string]V {
+	out := make(map[string]V, len(m)+1)
 	maps.Copy(out, m)
 	out[k] = v
 	return out
