@@ -14,8 +14,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -247,28 +245,6 @@ func resolverVia(server string) *net.Resolver {
 		var d net.Dialer
 		return d.DialContext(ctx, network, server)
 	}}
-}
-
-// crashHook reads MGORS_CRASH_AFTER=<EventType>[:<n>] and kills the process
-// right after the n-th record of that type is durable, as SIGKILL would: the
-// recovery tests use it to prove the operator converges from any point.
-func crashHook(log zerolog.Logger) func(eventlog.Record) {
-	spec := os.Getenv("MGORS_CRASH_AFTER")
-	if spec == "" {
-		return nil
-	}
-	typ, nth, _ := strings.Cut(spec, ":")
-	n, err := strconv.Atoi(nth)
-	if err != nil || n < 1 {
-		n = 1
-	}
-	var seen atomic.Int32
-	return func(r eventlog.Record) {
-		if r.Type == typ && int(seen.Add(1)) == n {
-			log.Warn().Str("event", r.Type).Int64("seq", r.Seq).Msg("MGORS_CRASH_AFTER: crashing now")
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		}
-	}
 }
 
 func serve(ctx context.Context, log zerolog.Logger, addr, path string, h http.Handler) {

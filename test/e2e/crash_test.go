@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -31,10 +32,7 @@ type hostOperator struct {
 
 func startHostOperator(t *testing.T, env *harness.Env, storeDir, crashAfter string) *hostOperator {
 	t.Helper()
-	bin := filepath.Join(repo(t), "bin", "mgors-operator")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v (make build)", bin, err)
-	}
+	bin := crashableOperator(t)
 	cmd := exec.Command(bin,
 		"--kubeconfig", filepath.Join(env.Dir, "kubeconfig"),
 		"--namespace", env.Namespace,
@@ -55,6 +53,33 @@ func startHostOperator(t *testing.T, env *harness.Env, storeDir, crashAfter stri
 	}()
 	t.Cleanup(h.stop)
 	return h
+}
+
+var (
+	crashableOnce sync.Once
+	crashableBin  string
+	crashableErr  error
+)
+
+// crashableOperator builds the operator with -tags crashhook into .cache once
+// per test binary: only that build reads MGORS_CRASH_AFTER (the production binary of
+// make build has no test hook).
+func crashableOperator(t *testing.T) string {
+	t.Helper()
+	crashableOnce.Do(func() {
+		crashableBin = filepath.Join(repo(t), ".cache", "crashhook", "mgors-operator")
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+		defer cancel()
+		build := exec.CommandContext(ctx, "go", "build", "-tags", "crashhook", "-o", crashableBin, "./cmd/mgors-operator")
+		build.Dir = repo(t)
+		if out, err := build.CombinedOutput(); err != nil {
+			crashableErr = fmt.Errorf("go build -tags crashhook: %w\n%s", err, out)
+		}
+	})
+	if crashableErr != nil {
+		t.Fatal(crashableErr)
+	}
+	return crashableBin
 }
 
 // stop ends the process gracefully (SIGTERM, then SIGKILL); calling it again,
