@@ -56,9 +56,10 @@ type leaderKill struct {
 	evidence  string
 	newLeader string // the Lease holder after the kill
 	tookOver  time.Time
-	resumed   time.Time // pause: when the old leader was continued
-	exited    time.Time // pause: when its container was seen restarted
-	primary   time.Time // the survivor seen PRIMARY
+	resumed   time.Time        // pause: when the old leader was continued
+	exited    time.Time        // pause: when its container was seen restarted
+	restarts  map[string]int32 // each operator pod's container restarts before the fault
+	primary   time.Time        // the survivor seen PRIMARY
 	healed    time.Time
 	healthy   time.Time
 }
@@ -76,6 +77,7 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 			armed = map[string][]int{holder: pids}
 		}
 	}
+	lk.restarts = operatorRestarts(ctx, s)
 	lk.start = time.Now()
 
 	// The watch starts before the fault, so the trigger cannot be missed.
@@ -135,7 +137,7 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 		var renewed time.Time
 		lk.newLeader, renewed = leaseHolder(ctx, s)
 		if lk.newLeader == lk.killed {
-			return renewed.After(lk.killAt) && restartedAfter(ctx, s, lk.killed, lk.killAt)
+			return renewed.After(lk.killAt) && lk.restarted(ctx, s)
 		}
 		return lk.newLeader != ""
 	}) {
@@ -195,7 +197,7 @@ func (lk *leaderKill) holdPaused(ctx context.Context, s *chaos.Scene) {
 		ev = "resume failed: " + err.Error()
 	}
 	lk.evidence += "; " + ev
-	if until(ctx, time.Minute, func() bool { return restartedAfter(ctx, s, lk.killed, lk.resumed) }) {
+	if until(ctx, time.Minute, func() bool { return lk.restarted(ctx, s) }) {
 		lk.exited = time.Now()
 	}
 }
@@ -311,15 +313,35 @@ func (lk *leaderKill) byNewLeader(r writtenRecord) bool {
 	return r.Writer != lk.killed || (lk.pause == 0 && r.At.After(lk.killAt))
 }
 
-// restartedAfter: the operator container of pod runs, started after t.
-func restartedAfter(ctx context.Context, s *chaos.Scene, pod string, t time.Time) bool {
-	p, err := getPod(ctx, s, operatorNamespace, pod)
+// operatorRestarts is the restart count of each operator pod's container.
+func operatorRestarts(ctx context.Context, s *chaos.Scene) map[string]int32 {
+	counts := map[string]int32{}
+	pods, err := list(ctx, s, operatorNamespace, "")
+	if err != nil {
+		return counts
+	}
+	for _, p := range pods {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Name == operatorContainer {
+				counts[p.Name] = c.RestartCount
+			}
+		}
+	}
+	return counts
+}
+
+// restarted: the killed leader's operator container runs again, restarted
+// since the scenario began. The restart count tells, not the start time: a
+// container status's StartedAt has whole seconds only, and the kubelet
+// restarts a container the first time at once, within the second of the kill.
+func (lk *leaderKill) restarted(ctx context.Context, s *chaos.Scene) bool {
+	p, err := getPod(ctx, s, operatorNamespace, lk.killed)
 	if err != nil {
 		return false
 	}
 	for _, c := range p.Status.ContainerStatuses {
-		if c.Name == operatorContainer && c.State.Running != nil {
-			return c.State.Running.StartedAt.After(t)
+		if c.Name == operatorContainer {
+			return c.State.Running != nil && c.RestartCount > lk.restarts[lk.killed]
 		}
 	}
 	return false

@@ -44,10 +44,8 @@ func TestRestarts(t *testing.T) {
 	if os.Getenv("MGORS_RESTARTS") != "1" {
 		t.Skip("MGORS_RESTARTS is unset: this test has passed once, not yet twice in a row (docs/design/recovery.md, case 7)")
 	}
-	// Case 6 is off by default: the members come back REMOVED from their own
-	// view (they do not find themselves in the config after a restart with
-	// new pod IPs) and nothing repairs that before case 3 (a REMOVED member)
-	// lands; the cluster then stays Recovering. MGORS_WHOLE_RESTART=1 runs it.
+	// Case 6 runs with MGORS_WHOLE_RESTART=1 only, until it has passed twice
+	// in a row (docs/design/recovery.md, case 6).
 	withWhole := os.Getenv("MGORS_WHOLE_RESTART") == "1"
 	repo, dir := upCluster(t)
 
@@ -92,7 +90,7 @@ func TestRestarts(t *testing.T) {
 	keys := []string{lostKey, forcedKey, pausedKey}
 	t.Run("WholeSetRestarted", func(t *testing.T) {
 		if !withWhole {
-			t.Skip("MGORS_WHOLE_RESTART is unset: the members come back REMOVED and stay so until case 3's repair lands")
+			t.Skip("MGORS_WHOLE_RESTART is unset: this case has passed once, not yet twice in a row (docs/design/recovery.md, case 6)")
 		}
 		wholeKey := h.Clusters[wholeIdx]
 		keys = append(keys, wholeKey)
