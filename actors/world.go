@@ -360,11 +360,15 @@ func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error 
 		return err
 	}
 	if m.Spec.Arbiters > 0 {
-		if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m, o)); err != nil {
+		if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m)); err != nil {
 			return err
 		}
 	}
-	_, err := w.Applier.EnsurePodDisruptionBudget(ctx, kube.PodDisruptionBudget(m, m.Spec.Members+m.Spec.Arbiters, kube.Voters(m)))
+	voters := int32(0)
+	for _, dm := range mongo.Desired(m, w.ClusterDomain) {
+		voters += int32(dm.Votes)
+	}
+	_, err := w.Applier.EnsurePodDisruptionBudget(ctx, kube.PodDisruptionBudget(m, kube.MinAvailable(m.Spec.Members+m.Spec.Arbiters, voters)))
 	return err
 }
 
