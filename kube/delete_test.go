@@ -75,4 +75,3 @@ func TestDeletePVCs(t *testing.T) {
 		t.Error("a claim that is not ours was deleted")
 	}
 }
-
