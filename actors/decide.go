@@ -96,8 +96,11 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
 //     force-deleted (decide_recovery.go).
-//  6. The phase's own rule decides the next action (Recovering wipes a
-//     diverged member, then a stuck one, before it plans the membership).
+//  6. The phase's own rule decides the next action, after the objects and
+//     the PodDisruptionBudget (decide_budget.go): Recovering wipes a
+//     diverged member, then a stuck one, before it plans the membership, and
+//     deletes a leftover arbiters' StatefulSet once the arbiter left the
+//     config (decide_arbiter.go).
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()

@@ -88,8 +88,8 @@ func (a *Applier) DeletePVCs(ctx context.Context, m *v1alpha1.Mgors, ordinals []
 }
 
 // DeletePod deletes one of m's pods (a member's or the arbiter's) so that
-// its StatefulSet recreates it from the current template (OnDelete update strategy), with the pod's own
-// grace period (deleteMemberPod). A pod already gone or recreated in the
+// its StatefulSet recreates it from the current template (OnDelete update
+// strategy), with the pod's own grace period (deleteMemberPod). A pod already gone or recreated in the
 // meantime is success: it is never deleted by mistake.
 func (a *Applier) DeletePod(ctx context.Context, m *v1alpha1.Mgors, name string) error {
 	return a.deleteMemberPod(ctx, m, name, "", nil)
