@@ -31,11 +31,14 @@ type fakeWorld struct {
 	initiates int // successful initiates the world saw
 	users     int
 	status    map[string]v1alpha1.MgorsStatus
+	budget    int32 // the PodDisruptionBudget's minAvailable, -1 before it exists
 }
 
 var errDead = errors.New("operator process is dead")
 
-func newFakeWorld() *fakeWorld { return &fakeWorld{status: map[string]v1alpha1.MgorsStatus{}} }
+func newFakeWorld() *fakeWorld {
+	return &fakeWorld{status: map[string]v1alpha1.MgorsStatus{}, budget: -1}
+}
 
 func (w *fakeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
 	w.mu.Lock()
@@ -43,7 +46,8 @@ func (w *fakeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	if w.dead {
 		return Observation{}, errDead
 	}
-	o := Observation{At: time.Now(), ObjectsReady: w.objects, Replicas: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{}}
+	o := Observation{At: time.Now(), ObjectsReady: w.objects, Replicas: -1, ArbiterReplicas: -1, Budget: w.budget,
+		Pods: map[string]PodView{}, Members: map[string]MemberView{}}
 	if !w.objects {
 		o.ObjectsMessage = "objects missing"
 		return o, nil
@@ -81,6 +85,8 @@ func (w *fakeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 	switch a.Kind {
 	case ActEnsureObjects:
 		w.objects = true
+	case ActSetBudget:
+		w.budget = a.MinAvailable
 	case ActInitiate:
 		if w.config != nil {
 			return mongo.ErrAlreadyInitialized

@@ -50,8 +50,11 @@ func target(a Action) string {
 	if a.Host != "" {
 		return a.Host
 	}
-	if a.Kind == ActScale {
+	switch a.Kind {
+	case ActScale:
 		return "statefulset"
+	case ActSetBudget:
+		return "poddisruptionbudget"
 	}
 	return ""
 }

@@ -23,6 +23,8 @@ type Action struct {
 	Replicas int32
 	// UID is the pod a FencePod deletes.
 	UID string
+	// MinAvailable is the PodDisruptionBudget a SetDisruptionBudget sets.
+	MinAvailable int32
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -94,8 +96,11 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
 //     force-deleted (decide_recovery.go).
-//  6. The phase's own rule decides the next action (Recovering wipes a
-//     diverged member, then a stuck one, before it plans the membership).
+//  6. The phase's own rule decides the next action, after the objects and
+//     the PodDisruptionBudget (decide_budget.go): Recovering wipes a
+//     diverged member, then a stuck one, before it plans the membership, and
+//     deletes a leftover arbiters' StatefulSet once the arbiter left the
+//     config (decide_arbiter.go).
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
@@ -159,6 +164,10 @@ func (d *decider) settleInFlight() {
 		done = annotation(o, f.Target) == ""
 	case ActFencePod:
 		done = d.fenceSettled(f)
+	case ActSetBudget:
+		done = o.Budget == f.MinAvailable
+	case ActDeleteArbiters:
+		done = o.ArbiterReplicas < 0
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -315,7 +324,7 @@ func (d *decider) ensureObjects() bool {
 }
 
 func (d *decider) provisioning() {
-	if d.ensureObjects() {
+	if d.ensureObjects() || d.budget() {
 		return
 	}
 	if d.s.Initiated {
@@ -328,7 +337,7 @@ func (d *decider) provisioning() {
 }
 
 func (d *decider) initiating() {
-	if d.ensureObjects() {
+	if d.ensureObjects() || d.budget() {
 		return
 	}
 	o := d.in.Obs
@@ -393,6 +402,8 @@ func (d *decider) unhealthy() string {
 		return "the replica set has no primary"
 	case o.Replicas != d.in.Mgors.Spec.Members:
 		return fmt.Sprintf("the StatefulSet has %d pods, the spec asks for %d", o.Replicas, d.in.Mgors.Spec.Members)
+	case d.in.Mgors.Spec.Arbiters == 0 && o.ArbiterReplicas >= 0:
+		return "spec.arbiters is 0 and the arbiters' StatefulSet remains"
 	}
 	for _, dm := range d.in.Desired {
 		mv := o.Members[dm.Host]
@@ -419,11 +430,13 @@ func (d *decider) healthy() {
 	}
 	if why := d.unhealthy(); why != "" {
 		d.phase(v1alpha1.PhaseRecovering, why)
+		return
 	}
+	d.budget()
 }
 
 func (d *decider) recovering() {
-	if d.ensureObjects() {
+	if d.ensureObjects() || d.budget() {
 		return
 	}
 	o := d.in.Obs
@@ -476,7 +489,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.roll() {
+	if d.removeArbiters() || d.roll() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

@@ -312,6 +312,8 @@ func TestAfterTheForceLostMembersComeBackOneReconfigAtATime(t *testing.T) {
 	w.obs.Members[w.desired[1].Host] = MemberView{Name: "demo-1", Host: w.desired[1].Host, Answers: true, HasConfig: true, ConfigVersion: 1, LastWrite: opt(100, 1)}
 	// Member 2 comes back empty (its volume was lost).
 	w.obs.Members[w.desired[2].Host] = MemberView{Name: "demo-2", Host: w.desired[2].Host, Answers: true}
+	in = w.budgeted().in()
+	in.Now = t0.Add(2 * time.Hour)
 	d = Decide(s, in)
 	if d.Action == nil || d.Action.Kind != ActWipeMember || d.Action.Host != "demo-1" {
 		t.Fatalf("want demo-1 wiped first: %+v %v", d.Action, types(d))

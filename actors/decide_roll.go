@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"math"
 	"sort"
 
 	"github.com/mgors/operator/mongo"
@@ -18,8 +19,8 @@ func outdated(o Observation) []string {
 	return out
 }
 
-// roll restarts one out-of-date member when every member is healthy:
-// secondaries first, highest ordinal first, the primary last and only after it
+// roll restarts one out-of-date member when every member is healthy: the
+// arbiter first, then secondaries, highest ordinal first, the primary last and only after it
 // stepped down, so no restart ever takes more than one member away.
 func (d *decider) roll() bool {
 	o := d.in.Obs
@@ -43,7 +44,14 @@ func (d *decider) roll() bool {
 	for _, dm := range d.in.Desired {
 		byPod[dm.Name] = dm
 	}
-	sort.Slice(pods, func(i, j int) bool { return byPod[pods[i]].Ordinal > byPod[pods[j]].Ordinal })
+	// The arbiter first (it holds no data), then secondaries by highest ordinal.
+	rank := func(name string) int32 {
+		if dm := byPod[name]; !dm.Arbiter {
+			return dm.Ordinal
+		}
+		return math.MaxInt32
+	}
+	sort.SliceStable(pods, func(i, j int) bool { return rank(pods[i]) > rank(pods[j]) })
 	for _, name := range pods {
 		if name == primaryPod {
 			continue

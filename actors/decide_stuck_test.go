@@ -60,7 +60,7 @@ func TestMemberBackEmptyIsRecordedAndLeftAlone(t *testing.T) {
 	now := t0
 	for _, st := range steps {
 		now = now.Add(time.Minute)
-		w.set(2, st.mv)
+		w.set(2, st.mv).budgeted()
 		var d Decision
 		s, d = decideAt(s, w, now)
 		if d.Action != nil {
@@ -188,7 +188,7 @@ func TestInitialSyncFailingIsWiped(t *testing.T) {
 			w.obs.Pods["demo-1"] = c.pod
 			w.set(1, func(mv *MemberView) {
 				mv.State, mv.OwnState, mv.InitialSync, mv.LastWrite = mongo.StateStartup2, mongo.StateStartup2, c.is, mongo.OpTime{}
-			})
+			}).budgeted()
 			s, d := decideAt(s, w, t0)
 			if e := event[MemberStuck](t, d); e.Kind != TroubleInitialSyncFailing || !strings.Contains(e.Evidence, c.want) {
 				t.Fatalf("stuck %+v", e)
@@ -216,7 +216,7 @@ func TestRemovedMemberIsReAdded(t *testing.T) {
 	}
 	w.set(2, func(mv *MemberView) {
 		*mv = MemberView{Name: mv.Name, Host: mv.Host, Answers: true, Removed: true}
-	})
+	}).budgeted()
 	s, d := decideAt(s, w, t0)
 	if e := event[MemberStuck](t, d); e.Kind != TroubleRemoved || e.Member != "demo-2" {
 		t.Fatalf("stuck %+v", e)

@@ -29,7 +29,11 @@ type world struct {
 
 func newWorld(m *v1alpha1.Mgors) *world {
 	w := &world{m: m, desired: mongo.Desired(m, "cluster.local")}
-	w.obs = Observation{At: t0, ObjectsReady: true, Replicas: m.Spec.Members, Pods: map[string]PodView{}, Members: map[string]MemberView{}}
+	w.obs = Observation{At: t0, ObjectsReady: true, Replicas: m.Spec.Members, ArbiterReplicas: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{}}
+	if m.Spec.Arbiters > 0 {
+		w.obs.ArbiterReplicas = m.Spec.Arbiters
+	}
+	w.obs.Budget, _, _ = Budget(w.obs, w.desired, false) // the budget the spec's shape wants
 	for _, dm := range w.desired {
 		w.obs.Pods[dm.Name] = PodView{Name: dm.Name, UID: dm.Name + "-uid", Phase: "Running"}
 	}
@@ -59,6 +63,13 @@ func (w *world) initiated() *world {
 	}
 	w.obs.Status = st
 	w.obs.Primary = w.desired[0].Host
+	return w
+}
+
+// budgeted gives the world the PodDisruptionBudget the actor sets for what
+// it shows (decide_budget_test.go), for tests of the rules after it.
+func (w *world) budgeted() *world {
+	w.obs.Budget, _, _ = Budget(w.obs, w.desired, true)
 	return w
 }
 
@@ -276,6 +287,14 @@ func TestScaleUpGrowsTheStatefulSetThenAddsOneMemberAtATime(t *testing.T) {
 	if s.Phase != v1alpha1.PhaseRecovering {
 		t.Fatalf("phase %s after scale request; events %v", s.Phase, types(d))
 	}
+	// The budget first: 5 pods with 3 voters lose at most one.
+	d = Decide(s, w5.in())
+	if d.Action == nil || d.Action.Kind != ActSetBudget || d.Action.MinAvailable != 4 {
+		t.Fatalf("want the budget raised to 4 before the StatefulSet grows: %+v", d.Action)
+	}
+	s = run(s, d)
+	s = run(s, Decision{Events: Conclude(*d.Action, nil)})
+	w5.obs.Budget = 4
 	d = Decide(s, w5.in())
 	if d.Action == nil || d.Action.Kind != ActScale || d.Action.Replicas != 5 {
 		t.Fatalf("want the StatefulSet grown to 5: %+v", d.Action)

@@ -49,6 +49,13 @@ const (
 	// election timer long expired and elect a second primary in the old
 	// config. The kubelet kills it; the StatefulSet recreates it afresh.
 	ActFencePod ActionKind = "FencePod"
+	// ActSetBudget creates or updates the PodDisruptionBudget to the
+	// minAvailable the set can afford now and at every step toward the spec
+	// (decide_budget.go).
+	ActSetBudget ActionKind = "SetDisruptionBudget"
+	// ActDeleteArbiters deletes the arbiters' StatefulSet, and with it the
+	// arbiter's pod, once spec.arbiters is 0 and the arbiter left the config.
+	ActDeleteArbiters ActionKind = "DeleteArbiters"
 )
 
 // SpecObserved records a spec generation the actor started to act on.
@@ -85,6 +92,8 @@ type ActionStarted struct {
 	AtRisk string `json:"atRisk,omitempty"`
 	// UID is the pod a FencePod deletes: a pod recreated since is left alone.
 	UID string `json:"uid,omitempty"`
+	// MinAvailable is the PodDisruptionBudget a SetDisruptionBudget sets.
+	MinAvailable int32 `json:"minAvailable,omitempty"`
 }
 
 // ActionFinished records that the action in flight succeeded, or that the

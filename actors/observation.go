@@ -12,14 +12,21 @@ import (
 type Observation struct {
 	// At is when the observation was made.
 	At time.Time
-	// ObjectsReady is true when the Service, StatefulSets, Secrets and PDB exist
-	// and match what the spec asks for.
+	// ObjectsReady is true when the Service, StatefulSets and Secrets exist
+	// and match what the spec asks for (the PodDisruptionBudget is Budget's).
 	ObjectsReady bool
 	// ObjectsMessage says what is missing or different when ObjectsReady is false.
 	ObjectsMessage string
 	// Replicas is the data StatefulSet's spec.replicas, -1 when it does not exist.
 	Replicas int32
-	// Pods are the member pods found, by name.
+	// ArbiterReplicas is the arbiters' StatefulSet's spec.replicas, -1 when
+	// it does not exist (also when spec.arbiters is 0: a StatefulSet left
+	// over is deleted once the arbiter left the config).
+	ArbiterReplicas int32
+	// Budget is the PodDisruptionBudget's minAvailable, -1 when it does not
+	// exist.
+	Budget int32
+	// Pods are the member and arbiter pods found, by name.
 	Pods map[string]PodView
 	// Claims are the UIDs of the member pods' data claims, by pod name (a
 	// claim being deleted or not yet created is absent; nil when they could

@@ -41,6 +41,7 @@ type setWorld struct {
 	forces    int
 	removed   map[string]int // annotation → removals
 	status    v1alpha1.MgorsStatus
+	budget    int32 // the PodDisruptionBudget's minAvailable, -1 before it exists
 	// violations are reconfigs that changed more than one voting member or
 	// added more than one member.
 	violations []string
@@ -56,7 +57,7 @@ func (w *setWorld) counts() counts {
 }
 
 func newSetWorld(n int) *setWorld {
-	w := &setWorld{removed: map[string]int{}}
+	w := &setWorld{removed: map[string]int{}, budget: -1}
 	for range n {
 		w.nodes = append(w.nodes, &node{up: true})
 	}
@@ -107,7 +108,8 @@ func (w *setWorld) settle(desired []mongo.DesiredMember) int {
 func (w *setWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	o := Observation{At: time.Now(), ObjectsReady: true, Replicas: m.Spec.Members, Pods: map[string]PodView{}, Members: map[string]MemberView{},
+	o := Observation{At: time.Now(), ObjectsReady: true, Replicas: m.Spec.Members, ArbiterReplicas: -1, Budget: w.budget,
+		Pods: map[string]PodView{}, Members: map[string]MemberView{},
 		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
 	primary := w.settle(desired)
 	if primary >= 0 { // one more write, replicated to the members up in the config
@@ -235,6 +237,8 @@ func (w *setWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
 		c.Version += 10000
 		n.config = &c
 		w.forces++
+	case ActSetBudget:
+		w.budget = a.MinAvailable
 	case ActRemoveAnnotation:
 		w.removed[a.Host]++
 	case ActWipeMember:

@@ -90,7 +90,7 @@ func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 // Observe reads the cluster's objects and asks every member, concurrently,
 // each call bounded by ctx.
 func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
-	o := Observation{Replicas: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
+	o := Observation{Replicas: -1, ArbiterReplicas: -1, Budget: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
 		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
 	if err := w.observeObjects(ctx, m, &o); err != nil {
 		return o, err
@@ -188,7 +188,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		return err
 	}
 	cs := w.Kube
-	var sts *appsv1.StatefulSet
+	var sts, arb *appsv1.StatefulSet
 	err := errors.Join(
 		get("Service "+m.ServiceName(), func(c context.Context) error {
 			_, err := cs.CoreV1().Services(m.Namespace).Get(c, m.ServiceName(), metav1.GetOptions{})
@@ -202,33 +202,55 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.AdminSecretName(), metav1.GetOptions{})
 			return err
 		}),
-		get("PodDisruptionBudget "+m.Name, func(c context.Context) error {
-			_, err := cs.PolicyV1().PodDisruptionBudgets(m.Namespace).Get(c, m.Name, metav1.GetOptions{})
+		func() error { // the budget is decided apart (decide_budget.go): only read here
+			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+			defer cancel()
+			pdb, err := cs.PolicyV1().PodDisruptionBudgets(m.Namespace).Get(cctx, m.Name, metav1.GetOptions{})
+			if err == nil && pdb.Spec.MinAvailable != nil {
+				o.Budget = pdb.Spec.MinAvailable.IntVal
+			}
+			if apierrors.IsNotFound(err) {
+				return nil
+			}
 			return err
-		}),
+		}(),
 		get("StatefulSet "+m.Name, func(c context.Context) error {
 			var err error
 			sts, err = cs.AppsV1().StatefulSets(m.Namespace).Get(c, m.Name, metav1.GetOptions{})
 			return err
 		}),
-	)
-	if m.Spec.Arbiters > 0 {
-		err = errors.Join(err, get("StatefulSet "+kube.ArbiterName(m), func(c context.Context) error {
-			_, err := cs.AppsV1().StatefulSets(m.Namespace).Get(c, kube.ArbiterName(m), metav1.GetOptions{})
+		func() error { // read also when spec.arbiters is 0: one left over is deleted
+			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+			defer cancel()
+			var err error
+			arb, err = cs.AppsV1().StatefulSets(m.Namespace).Get(cctx, kube.ArbiterName(m), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				arb = nil
+				if m.Spec.Arbiters > 0 {
+					missing = append(missing, "StatefulSet "+kube.ArbiterName(m))
+				}
+				return nil
+			}
 			return err
-		}))
-	}
+		}(),
+	)
 	if err != nil {
 		return fmt.Errorf("reading the cluster's objects: %w", err)
 	}
 	if sts != nil && sts.Spec.Replicas != nil {
 		o.Replicas = *sts.Spec.Replicas
 		want := kube.StatefulSet(m, kube.Options{ClusterDomain: w.ClusterDomain, Replicas: sts.Spec.Replicas})
-		if sts.Spec.Template.Annotations[kube.TemplateHashAnnotation] != want.Spec.Template.Annotations[kube.TemplateHashAnnotation] {
+		if templateHash(sts) != templateHash(want) {
 			missing = append(missing, "an up-to-date pod template in StatefulSet "+m.Name)
 		}
 		if p := sts.Spec.PersistentVolumeClaimRetentionPolicy; p == nil || *p != *want.Spec.PersistentVolumeClaimRetentionPolicy {
 			missing = append(missing, "the volume retention of spec.storage.reclaim in StatefulSet "+m.Name)
+		}
+	}
+	if arb != nil && arb.Spec.Replicas != nil {
+		o.ArbiterReplicas = *arb.Spec.Replicas
+		if m.Spec.Arbiters > 0 && templateHash(arb) != templateHash(kube.ArbiterStatefulSet(m)) {
+			missing = append(missing, "an up-to-date pod template in StatefulSet "+kube.ArbiterName(m))
 		}
 	}
 	sort.Strings(missing)
@@ -246,7 +268,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 	}
 	for _, p := range pods.Items {
 		pv := PodView{Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase), Ready: podReady(&p),
-			Deleting: p.DeletionTimestamp != nil, Outdated: sts != nil && isMember(&p, m) && kube.PodOutdated(&p, sts),
+			Deleting: p.DeletionTimestamp != nil, Outdated: outdatedPod(&p, m, sts, arb),
 			Node: p.Spec.NodeName}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.Name == kube.MongodContainer {
@@ -282,9 +304,21 @@ func (w *KubeWorld) observeClaims(ctx context.Context, m *v1alpha1.Mgors, o *Obs
 	}
 }
 
-// isMember is true for a data member's pod (not the arbiter's).
-func isMember(p *corev1.Pod, m *v1alpha1.Mgors) bool {
-	return p.Labels[kube.LabelComponent] == kube.ComponentMember && podOrdinal(m, p.Name) >= 0
+// templateHash is the hash of a StatefulSet's pod template (kube.PodSpecHash).
+func templateHash(s *appsv1.StatefulSet) string {
+	return s.Spec.Template.Annotations[kube.TemplateHashAnnotation]
+}
+
+// outdatedPod is true for a member's pod older than the members' template, and
+// for the arbiter's pod older than the arbiters' template.
+func outdatedPod(p *corev1.Pod, m *v1alpha1.Mgors, members, arbiters *appsv1.StatefulSet) bool {
+	switch p.Labels[kube.LabelComponent] {
+	case kube.ComponentMember:
+		return members != nil && podOrdinal(m, p.Name) >= 0 && kube.PodOutdated(p, members)
+	case kube.ComponentArbiter:
+		return arbiters != nil && m.Spec.Arbiters > 0 && kube.PodOutdated(p, arbiters)
+	}
+	return false
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -304,6 +338,11 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 	case ActScale:
 		_, err := w.Applier.ScaleStatefulSet(ctx, m, m.Name, a.Replicas)
 		return err
+	case ActSetBudget:
+		_, err := w.Applier.EnsurePodDisruptionBudget(ctx, kube.PodDisruptionBudget(m, a.MinAvailable))
+		return err
+	case ActDeleteArbiters:
+		return w.Applier.DeleteStatefulSet(ctx, m, kube.ArbiterName(m))
 	case ActRestartMember:
 		return w.Applier.DeletePod(ctx, m, a.Host)
 	case ActForceDeletePod:
@@ -360,12 +399,10 @@ func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error 
 		return err
 	}
 	if m.Spec.Arbiters > 0 {
-		if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m, o)); err != nil {
-			return err
-		}
+		_, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m))
+		return err
 	}
-	_, err := w.Applier.EnsurePodDisruptionBudget(ctx, kube.PodDisruptionBudget(m, m.Spec.Members+m.Spec.Arbiters, kube.Voters(m)))
-	return err
+	return nil
 }
 
 // WriteStatus writes st when it differs from what is stored; conditions keep

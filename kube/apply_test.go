@@ -266,10 +266,10 @@ func TestEnsurePodDisruptionBudget(t *testing.T) {
 	c := fake.NewClientset()
 	a := NewApplier(c)
 	for i, tc := range []struct {
-		pods, voters int32
+		minAvailable int32
 		changed      bool
-	}{{3, 3, true}, {3, 3, false}, {5, 5, true}} {
-		changed, err := a.EnsurePodDisruptionBudget(ctx, PodDisruptionBudget(m, tc.pods, tc.voters))
+	}{{2, true}, {2, false}, {3, true}} {
+		changed, err := a.EnsurePodDisruptionBudget(ctx, PodDisruptionBudget(m, tc.minAvailable))
 		if err != nil || changed != tc.changed {
 			t.Errorf("step %d: changed %v err %v", i, changed, err)
 		}
@@ -453,33 +453,6 @@ func pvc(m *v1alpha1.Mgors, ordinal int32, size string, owned bool) *corev1.Pers
 		p.Labels = Labels(m, ComponentMember)
 	}
 	return p
-}
-
-func TestDeletePVCs(t *testing.T) {
-	ctx := context.Background()
-	retain := sample()
-	c := fake.NewClientset(pvc(retain, 0, "10Gi", true))
-	if _, err := NewApplier(c).DeletePVCs(ctx, retain, []int32{0}); !errors.Is(err, ErrVolumesRetained) {
-		t.Errorf("err = %v, want ErrVolumesRetained", err)
-	}
-	if n := writes(c, "persistentvolumeclaims"); len(n) != 0 {
-		t.Errorf("volumes written under Retain: %v", n)
-	}
-
-	del := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete })
-	c = fake.NewClientset(pvc(del, 3, "10Gi", true), pvc(del, 4, "10Gi", false))
-	a := NewApplier(c)
-	got, err := a.DeletePVCs(ctx, del, []int32{3, 5})
-	if err != nil || len(got) != 1 || got[0] != "data-db-3" {
-		t.Errorf("deleted %v err %v", got, err)
-	}
-	var no *NotOwned
-	if _, err := a.DeletePVCs(ctx, del, []int32{4}); !errors.As(err, &no) {
-		t.Errorf("unlabelled claim: err = %v", err)
-	}
-	if _, err := c.CoreV1().PersistentVolumeClaims("ns").Get(ctx, "data-db-4", metav1.GetOptions{}); err != nil {
-		t.Error("a claim that is not ours was deleted")
-	}
 }
 
 func TestExpandPVCs(t *testing.T) {

@@ -78,9 +78,6 @@ type Options struct {
 	// Replicas is the member StatefulSet's replicas; nil means spec.members.
 	// The actor sets it, since it grows and shrinks the set one member at a time.
 	Replicas *int32
-	// ArbiterResources are the arbiter container's resources; empty means a
-	// small default, as an arbiter holds no data.
-	ArbiterResources corev1.ResourceRequirements
 }
 
 // Domain is the cluster's DNS domain, cluster.local unless set: pass it to
@@ -162,8 +159,11 @@ func StatefulSet(m *v1alpha1.Mgors, o Options) *appsv1.StatefulSet {
 // ArbiterStatefulSet runs the arbiters (spec.arbiters, 0 or 1): a vote and no
 // data, so no volume claim; its dbpath is an emptyDir. It is a StatefulSet of
 // its own so that scaling members never renumbers the arbiter.
-func ArbiterStatefulSet(m *v1alpha1.Mgors, o Options) *appsv1.StatefulSet {
-	res := o.ArbiterResources
+//
+// Its resources are spec.arbiterResources; unset, a small default, as an
+// arbiter holds no data.
+func ArbiterStatefulSet(m *v1alpha1.Mgors) *appsv1.StatefulSet {
+	res := m.Spec.ArbiterResources
 	if len(res.Requests) == 0 && len(res.Limits) == 0 {
 		res = corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{
@@ -445,35 +445,28 @@ func affinity(m *v1alpha1.Mgors) *corev1.Affinity {
 	return a
 }
 
-// Voters is the number of voting members spec asks for: data-bearing members
-// without votes: 0, at most seven in all, plus the arbiters (which vote).
-func Voters(m *v1alpha1.Mgors) int32 {
-	var v int32
-	for i := range members(m) {
-		if o := m.Options(i); o.Votes == nil || *o.Votes != 0 {
-			v++
-		}
+// MinAvailable is the budget that keeps a voluntary disruption (a node drain,
+// an eviction) from taking the voting majority: pods is the number of mongod
+// pods (members and arbiters) and voters how many of them vote.
+//
+// It is pods − (voters − majority): even when each evicted pod is a voter, a
+// majority of voters stays, so the set keeps its primary. When every pod votes
+// this is the majority itself (2 of 3, 3 of 5). A single voter has no majority
+// to protect: its budget allows the disruption rather than block every node
+// drain forever.
+func MinAvailable(pods, voters int32) int32 {
+	if voters <= 1 {
+		return 0
 	}
-	v += m.Spec.Arbiters
-	return min(v, 7)
+	return max(pods-(voters-(voters/2+1)), 0)
 }
 
-// PodDisruptionBudget keeps a voluntary disruption (a node drain, an eviction)
-// from taking the voting majority. pods is the number of mongod pods (members
-// and arbiters) and voters how many of them vote, both as the set is now.
-//
-// It selects every mongod pod of the cluster with minAvailable = pods −
-// (voters − majority): even when each evicted pod is a voter, a majority of
-// voters stays, so the set keeps its primary. When every pod votes this is the
-// majority itself (2 of 3, 3 of 5). minAvailable rather than maxUnavailable: it
-// counts pods, so it needs no scale from two StatefulSets, and a member that is
-// already down counts against it. A single voter has no majority to protect:
-// its budget allows the disruption rather than block every node drain forever.
-func PodDisruptionBudget(m *v1alpha1.Mgors, pods, voters int32) *policyv1.PodDisruptionBudget {
-	minAvailable := int32(0)
-	if voters > 1 {
-		minAvailable = max(pods-(voters-(voters/2+1)), 0)
-	}
+// PodDisruptionBudget selects every mongod pod of the cluster (members and
+// arbiters) and keeps minAvailable of them (MinAvailable; the actor chooses
+// the numbers, as the set is and as it is becoming). minAvailable rather than
+// maxUnavailable: it counts pods, so it needs no scale from two StatefulSets,
+// and a member that is already down counts against it.
+func PodDisruptionBudget(m *v1alpha1.Mgors, minAvailable int32) *policyv1.PodDisruptionBudget {
 	return &policyv1.PodDisruptionBudget{
 		ObjectMeta: objectMeta(m, m.Name, ""),
 		Spec: policyv1.PodDisruptionBudgetSpec{

@@ -337,7 +337,7 @@ func TestAffinity(t *testing.T) {
 
 func TestArbiterStatefulSet(t *testing.T) {
 	m := sample(func(m *v1alpha1.Mgors) { m.Spec.Arbiters = 1 })
-	s := ArbiterStatefulSet(m, Options{})
+	s := ArbiterStatefulSet(m)
 	if s.Name != "db-arbiter" || *s.Spec.Replicas != 1 || len(s.Spec.VolumeClaimTemplates) != 0 || s.Spec.ServiceName != "db-svc" {
 		t.Errorf("arbiter %s replicas %d claims %d", s.Name, *s.Spec.Replicas, len(s.Spec.VolumeClaimTemplates))
 	}
@@ -357,6 +357,28 @@ func TestArbiterStatefulSet(t *testing.T) {
 	}
 	if got := ArbiterHost(m, 0, ""); got != "db-arbiter-0.db-svc.ns.svc.cluster.local:27017" {
 		t.Errorf("ArbiterHost = %s", got)
+	}
+	if got := s.Spec.Template.Spec.Containers[0].Resources.Requests.Memory().String(); got != "256Mi" {
+		t.Errorf("default arbiter memory request %s, want 256Mi", got)
+	}
+}
+
+// spec.arbiterResources are the arbiter's, never the members'; a change of
+// them changes the arbiter's template hash only.
+func TestArbiterResourcesFromTheSpec(t *testing.T) {
+	m := sample(func(m *v1alpha1.Mgors) { m.Spec.Arbiters = 1 })
+	before, members := ArbiterStatefulSet(m), StatefulSet(m, Options{})
+	m.Spec.ArbiterResources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
+	after := ArbiterStatefulSet(m)
+	res := after.Spec.Template.Spec.Containers[0].Resources
+	if res.Requests.Memory().String() != "128Mi" || res.Limits != nil {
+		t.Errorf("arbiter resources %+v, want spec.arbiterResources as given", res)
+	}
+	if before.Spec.Template.Annotations[TemplateHashAnnotation] == after.Spec.Template.Annotations[TemplateHashAnnotation] {
+		t.Error("the arbiter's template hash did not change with its resources")
+	}
+	if StatefulSet(m, Options{}).Spec.Template.Annotations[TemplateHashAnnotation] != members.Spec.Template.Annotations[TemplateHashAnnotation] {
+		t.Error("the members' template changed with spec.arbiterResources")
 	}
 }
 
@@ -379,8 +401,7 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-func TestPodDisruptionBudget(t *testing.T) {
-	m := sample()
+func TestMinAvailable(t *testing.T) {
 	for _, tc := range []struct {
 		pods, voters, minAvailable int32
 	}{
@@ -392,35 +413,23 @@ func TestPodDisruptionBudget(t *testing.T) {
 		{7, 7, 4},
 		{9, 7, 6}, // two non-voters: lose at most three voters of seven
 		{3, 3, 2}, // 2 members + arbiter
+		{5, 3, 4}, // 3 voters while two more pods join: still one pod at most
 	} {
-		p := PodDisruptionBudget(m, tc.pods, tc.voters)
-		if got := p.Spec.MinAvailable.IntVal; got != tc.minAvailable {
+		if got := MinAvailable(tc.pods, tc.voters); got != tc.minAvailable {
 			t.Errorf("pods %d voters %d: minAvailable %d, want %d", tc.pods, tc.voters, got, tc.minAvailable)
 		}
 	}
-	p := PodDisruptionBudget(m, 3, 3)
+}
+
+func TestPodDisruptionBudget(t *testing.T) {
+	m := sample()
+	p := PodDisruptionBudget(m, 2)
+	if p.Spec.MinAvailable.IntVal != 2 || p.Name != m.Name {
+		t.Errorf("budget %s minAvailable %v", p.Name, p.Spec.MinAvailable)
+	}
 	sel, _ := metav1.LabelSelectorAsSelector(p.Spec.Selector)
 	if !sel.Matches(labels.Set(Labels(m, ComponentArbiter))) || !sel.Matches(labels.Set(Labels(m, ComponentMember))) {
 		t.Error("budget does not cover members and arbiters")
-	}
-}
-
-func TestVoters(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		mut  func(*v1alpha1.Mgors)
-		want int32
-	}{
-		{"default", func(*v1alpha1.Mgors) {}, 3},
-		{"arbiter", func(m *v1alpha1.Mgors) { m.Spec.Members, m.Spec.Arbiters = 2, 1 }, 3},
-		{"non-voter", func(m *v1alpha1.Mgors) {
-			m.Spec.MemberOptions = []v1alpha1.MemberOptions{{Ordinal: 2, Votes: ptr.To[int32](0), Priority: ptr.To[int32](0)}}
-		}, 2},
-		{"capped at seven", func(m *v1alpha1.Mgors) { m.Spec.Members = 9 }, 7},
-	} {
-		if got := Voters(sample(tc.mut)); got != tc.want {
-			t.Errorf("%s: Voters = %d, want %d", tc.name, got, tc.want)
-		}
 	}
 }
 

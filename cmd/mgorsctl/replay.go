@@ -108,6 +108,9 @@ func describe(e actors.Event) string {
 		if e.Replicas > 0 {
 			d += fmt.Sprintf(" (replicas %d)", e.Replicas)
 		}
+		if e.Action == actors.ActSetBudget {
+			d += fmt.Sprintf(" (minAvailable %d)", e.MinAvailable)
+		}
 		if e.Reason != "" {
 			d += ": " + e.Reason
 		}

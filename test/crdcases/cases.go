@@ -126,6 +126,12 @@ var Invalid = []Case{
 		Rule:   "spec.storage.size cannot shrink",
 	},
 	{
+		Name:  "unparsable arbiter memory",
+		Patch: `spec: {arbiters: 1, arbiterResources: {requests: {memory: lots}}}`,
+		Field: "spec.arbiterResources.requests.memory",
+		Rule:  "should match",
+	},
+	{
 		Name:  "hidden member with a priority",
 		Patch: `spec: {memberOptions: [{ordinal: 2, hidden: true, priority: 1}]}`,
 		Field: "spec.memberOptions[0]",

@@ -108,6 +108,17 @@ type MgorsSpec struct {
 	// +optional
 	Arbiters int32 `json:"arbiters,omitempty"`
 
+	// ArbiterResources are the CPU and memory requests and limits of the
+	// arbiter's mongod container. Unset, a small default (50m CPU and 256Mi
+	// memory requested, 512Mi memory limit), as an arbiter holds no data.
+	// Ignored while spec.arbiters is 0. A change restarts the arbiter once
+	// every member is healthy. Quantities are checked by the schema; a request
+	// above its limit is refused by Kubernetes when the arbiter pod is created,
+	// and reported as PodCreateFailed (a CEL rule comparing quantities of an
+	// unbounded map exceeds the API server's cost budget).
+	// +optional
+	ArbiterResources corev1.ResourceRequirements `json:"arbiterResources,omitempty"`
+
 	// MemberOptions tune single members by StatefulSet ordinal: hidden or
 	// non-voting members, priorities and tags. Members without an entry vote
 	// (up to seven voters) with priority 1.

@@ -167,6 +167,7 @@ func (in *MgorsSpec) DeepCopyInto(out *MgorsSpec) {
 	in.Storage.DeepCopyInto(&out.Storage)
 	in.Resources.DeepCopyInto(&out.Resources)
 	in.Scheduling.DeepCopyInto(&out.Scheduling)
+	in.ArbiterResources.DeepCopyInto(&out.ArbiterResources)
 	if in.MemberOptions != nil {
 		in, out := &in.MemberOptions, &out.MemberOptions
 		*out = make([]MemberOptions, len(*in))
