@@ -23,6 +23,12 @@ type Action struct {
 	Replicas int32
 	// UID is the pod a FencePod deletes.
 	UID string
+	// Auth is how the World authenticates to the members for this action:
+	// the state's at the time of the decision.
+	Auth Auth
+	// Credential is the user and Secret a user action works on; the action
+	// fails when the Secret is no longer at its SecretVersion.
+	Credential Credential
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -69,6 +75,7 @@ func (d *decider) emit(e Event) {
 
 func (d *decider) act(a Action, started ActionStarted) {
 	started.Action = a.Kind
+	a.Auth = d.s.Auth
 	d.emit(started)
 	d.out.Action = &a
 }
@@ -99,12 +106,15 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
+	if d.authRefused() {
+		return d.out // the observation was read blind; look again as __system
+	}
 	d.settleInFlight()
 	d.observe()
 	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
 		return d.out
 	}
-	if d.approvals() || d.nodeLoss() {
+	if d.approvals() || d.nodeLoss() || d.users() {
 		return d.out
 	}
 	switch d.s.Phase {
@@ -159,6 +169,10 @@ func (d *decider) settleInFlight() {
 		done = annotation(o, f.Target) == ""
 	case ActFencePod:
 		done = d.fenceSettled(f)
+	case ActCreateOperatorUser:
+		done = o.OperatorUser != nil && *o.OperatorUser
+	case ActUpdatePassword:
+		done = d.passwordSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -172,6 +186,10 @@ func (d *decider) settleInFlight() {
 		d.emit(AdminUserReady{User: "admin"})
 	case ActScale:
 		d.emit(ScaledTo{Replicas: f.Replicas})
+	case ActCreateOperatorUser:
+		d.emit(OperatorUserReady{User: f.User, Secret: f.Secret})
+	case ActUpdatePassword:
+		d.emit(PasswordApplied{User: f.User, Secret: f.Secret, SecretVersion: f.SecretVersion})
 	}
 }
 
@@ -196,6 +214,9 @@ func (d *decider) observe() {
 	}
 	if d.s.Initiated && !d.s.AdminUser && o.AdminUser != nil && *o.AdminUser {
 		d.emit(AdminUserReady{User: "admin", Found: true})
+	}
+	if d.s.Initiated && !d.s.OperatorUser && o.OperatorUser != nil && *o.OperatorUser {
+		d.emit(OperatorUserReady{User: o.Operator.User, Secret: o.Operator.Secret, Found: true})
 	}
 	if d.s.VolumesLost != nil {
 		if host, version, ok := configSeen(o); ok {

@@ -230,7 +230,7 @@ func TestKubeWorldReportsAnUnreadableConfig(t *testing.T) {
 	world := newWorld(noConfig{keepOpen{rs}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +302,7 @@ func TestKubeWorldReadsARemovedMembersOwnOptime(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mgors()
-	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +334,7 @@ func TestKubeWorldObservesTheMembersAScaleDownTakesAway(t *testing.T) {
 	}
 	m := mgors()
 	m.Spec.Members = 2
-	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
