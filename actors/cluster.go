@@ -371,6 +371,15 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		if !e.Found {
 			c.deps.World.Event(c.mgors, false, "UserCreated", "admin user created")
 		}
+	case OperatorUserReady:
+		if !e.Found {
+			c.deps.World.Event(c.mgors, false, "UserCreated", fmt.Sprintf("operator user %s created (password in Secret %s)", e.User, e.Secret))
+		}
+	case AuthSwitched:
+		reason = e.Reason
+		c.deps.World.Event(c.mgors, e.To != AuthOperator, "AuthSwitched", fmt.Sprintf("authenticating as %s: %s", e.To, e.Reason))
+	case PasswordApplied:
+		c.deps.World.Event(c.mgors, false, "PasswordApplied", fmt.Sprintf("user %s has the password of Secret %s (resourceVersion %s)", e.User, e.Secret, e.SecretVersion))
 	case ActionFinished:
 		if e.Action == ActReconfig {
 			c.deps.World.Event(c.mgors, false, "Reconfigured", fmt.Sprintf("replica-set config version %d", c.state.View.ConfigVersion))

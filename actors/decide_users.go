@@ -36,7 +36,7 @@ func (d *decider) users() bool {
 	}
 	switch {
 	case !d.s.OperatorUser:
-		if o.OperatorUser == nil || o.Operator.SecretVersion == "" {
+		if o.OperatorUser == nil {
 			return false // not checked: never create a user blindly
 		}
 		d.act(Action{Kind: ActCreateOperatorUser, Host: o.Primary, Credential: o.Operator}, started(o.Primary, o.Operator,
