@@ -71,6 +71,23 @@ const (
 	AuthOperator Auth = "operator"
 )
 
+// MarshalText writes the keyfile as "keyfile", so a record says which.
+func (a Auth) MarshalText() ([]byte, error) {
+	if a == AuthKeyfile {
+		return []byte("keyfile"), nil
+	}
+	return []byte(a), nil
+}
+
+// UnmarshalText reads what MarshalText writes.
+func (a *Auth) UnmarshalText(b []byte) error {
+	*a = Auth(b)
+	if *a == "keyfile" {
+		*a = AuthKeyfile
+	}
+	return nil
+}
+
 // String names the identity as logs and events show it.
 func (a Auth) String() string {
 	if a == AuthOperator {
