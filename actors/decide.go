@@ -100,7 +100,11 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     failure's back-off runs.
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
-//     force-deleted (decide_recovery.go).
+//     force-deleted (decide_recovery.go); the operator's own user is created
+//     and switched to, and a Secret's password that does not open its user
+//     is applied (decide_users.go). Before rule 2, a login refused to the
+//     operator's own user discards the observation and switches back to
+//     the keyfile.
 //  6. The phase's own rule decides the next action (Recovering wipes a
 //     diverged member, then a stuck one, before it plans the membership).
 func Decide(s State, in Inputs) Decision {
