@@ -90,16 +90,6 @@ func (r *ReplicaSet) Roles(name string) []mongo.Role {
 	return slices.Clone(r.users[name].roles)
 }
 
-// SetPassword changes a user's password behind the operator's back, as a
-// person with mongosh would.
-func (r *ReplicaSet) SetPassword(name, password string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	u := r.users[name]
-	u.password = password
-	r.users[name] = u
-}
-
 // userWrite begins a user-management write: only the primary takes it.
 func (r *ReplicaSet) userWrite(ctx context.Context, host, command string) (*node, error) {
 	n, err := r.begin(ctx, host, command)
