@@ -22,8 +22,9 @@ import (
 // members, through kube and mongo. Every method bounds its own calls with the
 // context's deadline; the actor calls them off its mailbox, never inside Receive.
 type World interface {
-	// Observe looks at the cluster's objects, pods and members.
-	Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error)
+	// Observe looks at the cluster's objects, pods and members,
+	// authenticating to the members as auth (the state's).
+	Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, auth Auth) (Observation, error)
 	// Act carries out one action.
 	Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error
 	// WriteStatus writes the status when it differs from what is stored.
@@ -264,13 +265,13 @@ func (c *cluster) observe(ctx actor.Context) {
 		return
 	}
 	c.busy, c.again = true, false
-	deps, m := c.deps, c.mgors.DeepCopy()
+	deps, m, auth := c.deps, c.mgors.DeepCopy(), c.state.Auth
 	desired := mongo.Desired(m, deps.ClusterDomain)
 	async(ctx, func() any {
 		start := time.Now()
 		octx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
-		obs, err := deps.World.Observe(octx, m, desired)
+		obs, err := deps.World.Observe(octx, m, desired, auth)
 		return observed{obs: obs, err: err, dur: time.Since(start)}
 	}, func(err error) any { return observed{err: err} })
 }
@@ -370,6 +371,15 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		if !e.Found {
 			c.deps.World.Event(c.mgors, false, "UserCreated", "admin user created")
 		}
+	case OperatorUserReady:
+		if !e.Found {
+			c.deps.World.Event(c.mgors, false, "UserCreated", fmt.Sprintf("operator user %s created (password in Secret %s)", e.User, e.Secret))
+		}
+	case AuthSwitched:
+		reason = e.Reason
+		c.deps.World.Event(c.mgors, e.To != AuthOperator, "AuthSwitched", fmt.Sprintf("authenticating as %s: %s", e.To, e.Reason))
+	case PasswordApplied:
+		c.deps.World.Event(c.mgors, false, "PasswordApplied", fmt.Sprintf("user %s has the password of Secret %s (resourceVersion %s)", e.User, e.Secret, e.SecretVersion))
 	case ActionFinished:
 		if e.Action == ActReconfig {
 			c.deps.World.Event(c.mgors, false, "Reconfigured", fmt.Sprintf("replica-set config version %d", c.state.View.ConfigVersion))

@@ -40,7 +40,7 @@ func newFakeWorld() *fakeWorld {
 	return &fakeWorld{status: map[string]v1alpha1.MgorsStatus{}, budget: -1}
 }
 
-func (w *fakeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
+func (w *fakeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, _ Auth) (Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.dead {
@@ -291,11 +291,11 @@ func (w stuckWorld) hang(ctx context.Context, m *v1alpha1.Mgors) bool {
 	return true
 }
 
-func (w stuckWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, d []mongo.DesiredMember) (Observation, error) {
+func (w stuckWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, d []mongo.DesiredMember, auth Auth) (Observation, error) {
 	if w.hang(ctx, m) {
 		return Observation{}, ctx.Err()
 	}
-	return w.fakeWorld.Observe(ctx, m, d)
+	return w.fakeWorld.Observe(ctx, m, d, auth)
 }
 
 func (w stuckWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {

@@ -19,7 +19,7 @@ func Conclude(a Action, err error) []Event {
 	case err == nil:
 	case a.Kind == ActInitiate && errors.Is(err, mongo.ErrAlreadyInitialized):
 		observed = true
-	case a.Kind == ActCreateUser && codeOf(err) == mongo.CodeDuplicateUser:
+	case (a.Kind == ActCreateUser || a.Kind == ActCreateOperatorUser) && codeOf(err) == mongo.CodeDuplicateUser:
 		observed = true
 	case uncertain(a, err):
 		return []Event{ActionUncertain{Action: a.Kind, Target: target(a), Error: err.Error()}}
@@ -33,6 +33,8 @@ func Conclude(a Action, err error) []Event {
 			return append(out, Initiated{Host: a.Host, ConfigVersion: a.Config.Version, Found: true})
 		case ActCreateUser:
 			return append(out, AdminUserReady{User: "admin", Found: true})
+		case ActCreateOperatorUser:
+			return append(out, OperatorUserReady{User: a.Credential.User, Secret: a.Credential.Secret, Found: true})
 		}
 	}
 	switch a.Kind {
@@ -42,6 +44,11 @@ func Conclude(a Action, err error) []Event {
 		out = append(out, AdminUserReady{User: "admin"})
 	case ActScale:
 		out = append(out, ScaledTo{Replicas: a.Replicas})
+	case ActCreateOperatorUser:
+		out = append(out, OperatorUserReady{User: a.Credential.User, Secret: a.Credential.Secret})
+	case ActUpdatePassword:
+		c := a.Credential
+		out = append(out, PasswordApplied{User: c.User, Secret: c.Secret, SecretVersion: c.SecretVersion})
 	}
 	return out
 }

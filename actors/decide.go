@@ -25,6 +25,12 @@ type Action struct {
 	UID string
 	// MinAvailable is the PodDisruptionBudget a SetDisruptionBudget sets.
 	MinAvailable int32
+	// Auth is how the World authenticates to the members for this action:
+	// the state's at the time of the decision.
+	Auth Auth
+	// Credential is the user and Secret a user action works on; the action
+	// fails when the Secret is no longer at its SecretVersion.
+	Credential Credential
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -71,6 +77,7 @@ func (d *decider) emit(e Event) {
 
 func (d *decider) act(a Action, started ActionStarted) {
 	started.Action = a.Kind
+	a.Auth = d.s.Auth
 	d.emit(started)
 	d.out.Action = &a
 }
@@ -95,7 +102,11 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     failure's back-off runs.
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
-//     force-deleted (decide_recovery.go).
+//     force-deleted (decide_recovery.go); the operator's own user is created
+//     and switched to, and a Secret's password that does not open its user
+//     is applied (decide_users.go). Before rule 2, a login refused to the
+//     operator's own user discards the observation and switches back to
+//     the keyfile.
 //  6. The phase's own rule decides the next action, after the objects and
 //     the PodDisruptionBudget (decide_budget.go): Recovering wipes a
 //     diverged member, then a stuck one, before it plans the membership, and
@@ -104,12 +115,15 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
+	if d.authRefused() {
+		return d.out // the observation was read blind; look again as __system
+	}
 	d.settleInFlight()
 	d.observe()
 	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
 		return d.out
 	}
-	if d.approvals() || d.nodeLoss() {
+	if d.approvals() || d.nodeLoss() || d.users() {
 		return d.out
 	}
 	switch d.s.Phase {
@@ -168,6 +182,10 @@ func (d *decider) settleInFlight() {
 		done = o.Budget == f.MinAvailable
 	case ActDeleteArbiters:
 		done = o.ArbiterReplicas < 0
+	case ActCreateOperatorUser:
+		done = o.OperatorUser != nil && *o.OperatorUser
+	case ActUpdatePassword:
+		done = d.passwordSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -181,6 +199,10 @@ func (d *decider) settleInFlight() {
 		d.emit(AdminUserReady{User: "admin"})
 	case ActScale:
 		d.emit(ScaledTo{Replicas: f.Replicas})
+	case ActCreateOperatorUser:
+		d.emit(OperatorUserReady{User: f.User, Secret: f.Secret})
+	case ActUpdatePassword:
+		d.emit(PasswordApplied{User: f.User, Secret: f.Secret, SecretVersion: f.SecretVersion})
 	}
 }
 
@@ -205,6 +227,9 @@ func (d *decider) observe() {
 	}
 	if d.s.Initiated && !d.s.AdminUser && o.AdminUser != nil && *o.AdminUser {
 		d.emit(AdminUserReady{User: "admin", Found: true})
+	}
+	if d.s.Initiated && !d.s.OperatorUser && o.OperatorUser != nil && *o.OperatorUser {
+		d.emit(OperatorUserReady{User: o.Operator.User, Secret: o.Operator.Secret, Found: true})
 	}
 	if d.s.VolumesLost != nil {
 		if host, version, ok := configSeen(o); ok {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
 )
 
 // Event is a decision or an observation of a Cluster actor, persisted before it
@@ -56,7 +57,51 @@ const (
 	// ActDeleteArbiters deletes the arbiters' StatefulSet, and with it the
 	// arbiter's pod, once spec.arbiters is 0 and the arbiter left the config.
 	ActDeleteArbiters ActionKind = "DeleteArbiters"
+	// ActCreateOperatorUser creates the operator's own user (mongo.OperatorUser,
+	// mongo.OperatorRoles) with the password of its Secret, as __system.
+	ActCreateOperatorUser ActionKind = "CreateOperatorUser"
+	// ActUpdatePassword sets a user's password to the one its Secret holds
+	// (updateUser): the Secret changed, or was re-created.
+	ActUpdatePassword ActionKind = "UpdatePassword"
 )
+
+// Auth is how the operator authenticates to the members.
+type Auth string
+
+// The operator's two identities in MongoDB (docs/design/mongo-admin.md).
+const (
+	// AuthKeyfile is mongod's internal __system user, opened by the keyfile:
+	// the zero value, for a set without the operator's user (before it is
+	// created, and logs older than it).
+	AuthKeyfile Auth = ""
+	// AuthOperator is the operator's own user, with the roles its commands need.
+	AuthOperator Auth = "operator"
+)
+
+// MarshalText writes the keyfile as "keyfile", so a record says which.
+func (a Auth) MarshalText() ([]byte, error) {
+	if a == AuthKeyfile {
+		return []byte("keyfile"), nil
+	}
+	return []byte(a), nil
+}
+
+// UnmarshalText reads what MarshalText writes.
+func (a *Auth) UnmarshalText(b []byte) error {
+	*a = Auth(b)
+	if *a == "keyfile" {
+		*a = AuthKeyfile
+	}
+	return nil
+}
+
+// String names the identity as logs and events show it.
+func (a Auth) String() string {
+	if a == AuthOperator {
+		return "user(" + mongo.OperatorUser + ")"
+	}
+	return "keyfile(__system)"
+}
 
 // SpecObserved records a spec generation the actor started to act on.
 type SpecObserved struct {
@@ -94,6 +139,12 @@ type ActionStarted struct {
 	UID string `json:"uid,omitempty"`
 	// MinAvailable is the PodDisruptionBudget a SetDisruptionBudget sets.
 	MinAvailable int32 `json:"minAvailable,omitempty"`
+	// User, Secret and SecretVersion are the user whose password a user
+	// action sets, the Secret it comes from and that Secret's
+	// resourceVersion: which password, never the password.
+	User          string `json:"user,omitempty"`
+	Secret        string `json:"secret,omitempty"`
+	SecretVersion string `json:"secretVersion,omitempty"`
 }
 
 // ActionFinished records that the action in flight succeeded, or that the
@@ -128,6 +179,33 @@ type Initiated struct {
 type AdminUserReady struct {
 	User  string `json:"user"`
 	Found bool   `json:"found,omitempty"`
+}
+
+// OperatorUserReady records that the operator's own user exists (created,
+// or found). The operator switches to it with AuthSwitched.
+type OperatorUserReady struct {
+	User   string `json:"user"`
+	Secret string `json:"secret"`
+	Found  bool   `json:"found,omitempty"`
+}
+
+// AuthSwitched records that the operator authenticates as To from now on:
+// to its own user once the user's Secret opens it, back to the keyfile when
+// that Secret no longer does (changed or re-created) until the password is
+// applied.
+type AuthSwitched struct {
+	From   Auth   `json:"from"`
+	To     Auth   `json:"to"`
+	Reason string `json:"reason"`
+}
+
+// PasswordApplied records that a user's password is now the one its Secret
+// holds at SecretVersion (its resourceVersion). Never the password, nor a
+// hash of it.
+type PasswordApplied struct {
+	User          string `json:"user"`
+	Secret        string `json:"secret"`
+	SecretVersion string `json:"secretVersion"`
 }
 
 // MemberDigest is one member as the actor's view keeps it: what matters for
@@ -367,6 +445,9 @@ func (MemberResyncing) Type() string   { return "MemberResyncing" }
 func (MemberStuck) Type() string       { return "MemberStuck" }
 func (MemberRecovered) Type() string   { return "MemberRecovered" }
 func (ForceAbandoned) Type() string    { return "ForceAbandoned" }
+func (OperatorUserReady) Type() string { return "OperatorUserReady" }
+func (AuthSwitched) Type() string      { return "AuthSwitched" }
+func (PasswordApplied) Type() string   { return "PasswordApplied" }
 
 // payloadVersion is the schema version of every payload written today.
 const payloadVersion = 1
@@ -412,6 +493,9 @@ func init() {
 	register(MemberStuck{})
 	register(MemberRecovered{})
 	register(ForceAbandoned{})
+	register(OperatorUserReady{})
+	register(AuthSwitched{})
+	register(PasswordApplied{})
 }
 
 // Encode wraps an event in a record of the given stream, at seq.

@@ -55,11 +55,29 @@ type Observation struct {
 	// AdminUser says whether the admin user exists; nil when not checked (no
 	// primary, or not initiated).
 	AdminUser *bool
+	// OperatorUser says whether the operator's own user exists; nil when
+	// not checked (as AdminUser).
+	OperatorUser *bool
+	// AdminLogin and OperatorLogin say whether the password in each user's
+	// Secret opens it (a SCRAM login); nil when not checked (no member to
+	// ask, the user not there, its Secret unreadable). OperatorLogin false
+	// while the operator authenticates as that user means every other
+	// field of this observation was read blind (world_users.go).
+	AdminLogin, OperatorLogin *bool
+	// Admin and Operator name the two users' Secrets as read: the user name,
+	// the Secret and its resourceVersion (never the password).
+	Admin, Operator Credential
 	// ForceAnnotation is the member a person named to force a reconfig onto,
 	// under the Manual majority-loss policy ("" when none).
 	ForceAnnotation string
 	// ReinitiateApproval is the value of ReinitiateAnnotation ("" when none).
 	ReinitiateApproval string
+}
+
+// Credential names a user and the Secret holding its password, at the
+// Secret's resourceVersion ("" when the Secret could not be read).
+type Credential struct {
+	User, Secret, SecretVersion string
 }
 
 // PodView is one member pod as observed.

@@ -105,7 +105,7 @@ func (w *setWorld) settle(desired []mongo.DesiredMember) int {
 	return primary
 }
 
-func (w *setWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
+func (w *setWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, _ Auth) (Observation, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	o := Observation{At: time.Now(), ObjectsReady: true, Replicas: m.Spec.Members, ArbiterReplicas: -1, Budget: w.budget,
@@ -502,11 +502,11 @@ func (p *process) isDead() bool {
 	return p.dead
 }
 
-func (p *process) Observe(ctx context.Context, m *v1alpha1.Mgors, d []mongo.DesiredMember) (Observation, error) {
+func (p *process) Observe(ctx context.Context, m *v1alpha1.Mgors, d []mongo.DesiredMember, auth Auth) (Observation, error) {
 	if p.isDead() {
 		return Observation{}, errDead
 	}
-	return p.World.Observe(ctx, m, d)
+	return p.World.Observe(ctx, m, d, auth)
 }
 
 func (p *process) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {

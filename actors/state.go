@@ -51,6 +51,10 @@ type State struct {
 	AdminUser bool `json:"adminUser"`
 	// UsersCreated counts the operator's successful user creations.
 	UsersCreated int `json:"usersCreated"`
+	// OperatorUser is true once the operator's own user exists.
+	OperatorUser bool `json:"operatorUser,omitempty"`
+	// Auth is how the operator authenticates to the members (AuthSwitched).
+	Auth Auth `json:"auth,omitempty"`
 
 	// View is the replica set as last observed (only decision-relevant fields).
 	View MembersObserved `json:"view"`
@@ -175,7 +179,8 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		s.Handled = with(s.Handled, e.Annotation, e.Value)
 		s.Refused = nil
 		if e.Annotation == ReinitiateAnnotation {
-			s.AdminUser = false // a fresh initiate starts without users
+			// A fresh initiate starts without users, so as __system.
+			s.AdminUser, s.OperatorUser, s.Auth = false, false, AuthKeyfile
 		}
 	case ApprovalWithdrawn:
 		s.Handled = without(s.Handled, e.Annotation)
@@ -193,6 +198,15 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 		if !e.Found {
 			s.UsersCreated++
 		}
+	case OperatorUserReady:
+		s.OperatorUser = true
+		if !e.Found {
+			s.UsersCreated++
+		}
+	case AuthSwitched:
+		s.Auth = e.To
+	case PasswordApplied:
+		// Recorded for people: the database now holds the Secret's password.
 	case MembersObserved:
 		s.View = e
 		s.Claims = claims(s.Claims, e.Members)

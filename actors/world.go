@@ -26,70 +26,98 @@ import (
 const AdminUsername = "admin"
 
 // KubeWorld is the World of a real cluster: the Kubernetes API through kube,
-// and the members through mongo, authenticated with the cluster's keyfile as
-// mongod's internal user (which works before any user exists, so the admin
-// user is created without the localhost exception).
+// and the members through mongo, authenticated as the operator's own user
+// once it exists, and before that with the cluster's keyfile as mongod's
+// internal user (which works before any user exists, so the first users are
+// created without the localhost exception). world_users.go has the users.
 type KubeWorld struct {
 	Kube     kubernetes.Interface
 	Applier  *kube.Applier
 	Status   *kube.StatusWriter
 	Recorder *kube.Recorder
 	// Mongo are the options of each cluster's admin client (resolver, timeout);
-	// the credentials are filled in from the cluster's keyfile Secret.
+	// the credentials are filled in from the cluster's Secrets.
 	Mongo         mongo.Options
 	ClusterDomain string
 	// NewAdmin builds an admin client; mongo.NewClient when nil (tests swap it).
 	NewAdmin func(mongo.Options) mongo.Admin
 
 	mu     sync.Mutex
-	admins map[string]mongo.Admin // by Mgors UID
+	admins map[string]cachedAdmin // by Mgors UID
+	// opened remembers, by Secret, the resourceVersion whose password last
+	// opened its user and when (world_users.go).
+	opened map[string]openedAt
+}
+
+// cachedAdmin is a cluster's admin client and the credentials it was built
+// with: the identity and the resourceVersion of the Secret they came from.
+type cachedAdmin struct {
+	admin mongo.Admin
+	key   string
 }
 
 var _ World = (*KubeWorld)(nil)
 
-// admin returns the cluster's admin client, built once its keyfile exists.
-func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors) (mongo.Admin, error) {
+// admin returns the cluster's admin client for auth, built from the keyfile
+// Secret or from the operator's Secret (read each time: a changed Secret
+// is a new client, and the old one is closed).
+func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mongo.Admin, error) {
+	name := m.KeyfileSecretName()
+	if auth == AuthOperator {
+		name = m.OperatorSecretName()
+	}
+	sec, err := w.Applier.Secret(ctx, m.Namespace, name)
+	if err != nil {
+		return nil, fmt.Errorf("reading the Secret %s: %w", name, err)
+	}
+	var cred mongo.Credentials
+	if auth == AuthOperator {
+		u, pw := userAndPassword(sec, mongo.OperatorUser)
+		cred = mongo.AdminUser(u, pw)
+	} else {
+		cred = mongo.KeyfileAuth(sec.Data[v1alpha1.KeyfileSecretKey])
+		if len(cred.Keyfile) == 0 {
+			return nil, fmt.Errorf("the keyfile Secret %s has no key %q", name, v1alpha1.KeyfileSecretKey)
+		}
+	}
+	key := auth.String() + "@" + sec.ResourceVersion
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if a, ok := w.admins[string(m.UID)]; ok {
-		return a, nil
+	c, ok := w.admins[string(m.UID)]
+	if ok && c.key == key {
+		return c.admin, nil
 	}
-	sec, err := w.Applier.Secret(ctx, m.Namespace, m.KeyfileSecretName())
-	if err != nil {
-		return nil, fmt.Errorf("reading the keyfile Secret %s: %w", m.KeyfileSecretName(), err)
-	}
-	key := sec.Data[v1alpha1.KeyfileSecretKey]
-	if len(key) == 0 {
-		return nil, fmt.Errorf("the keyfile Secret %s has no key %q", m.KeyfileSecretName(), v1alpha1.KeyfileSecretKey)
+	if ok {
+		go func() { _ = c.admin.Close(context.Background()) }()
 	}
 	opts := w.Mongo
-	opts.Credentials = mongo.KeyfileAuth(key)
+	opts.Credentials = cred
 	newAdmin := w.NewAdmin
 	if newAdmin == nil {
 		newAdmin = func(o mongo.Options) mongo.Admin { return mongo.NewClient(o) }
 	}
 	a := newAdmin(opts)
 	if w.admins == nil {
-		w.admins = map[string]mongo.Admin{}
+		w.admins = map[string]cachedAdmin{}
 	}
-	w.admins[string(m.UID)] = a
+	w.admins[string(m.UID)] = cachedAdmin{admin: a, key: key}
 	return a, nil
 }
 
 // Forget closes the admin client of a cluster that is gone.
 func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 	w.mu.Lock()
-	a, ok := w.admins[string(m.UID)]
+	c, ok := w.admins[string(m.UID)]
 	delete(w.admins, string(m.UID))
 	w.mu.Unlock()
 	if ok {
-		_ = a.Close(context.Background())
+		_ = c.admin.Close(context.Background())
 	}
 }
 
 // Observe reads the cluster's objects and asks every member, concurrently,
-// each call bounded by ctx.
-func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember) (Observation, error) {
+// each call bounded by ctx, authenticated as auth.
+func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, auth Auth) (Observation, error) {
 	o := Observation{Replicas: -1, ArbiterReplicas: -1, Budget: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
 		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
 	if err := w.observeObjects(ctx, m, &o); err != nil {
@@ -105,14 +133,24 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	if o.Replicas < 0 {
 		return o, nil // nothing runs yet
 	}
-	admin, err := w.admin(ctx, m)
-	if err != nil {
-		if apierrors.IsNotFound(errors.Unwrap(err)) {
-			return o, nil // the keyfile comes with EnsureObjects
-		}
+	users := w.readUsers(ctx, m)
+	o.Admin, o.Operator = users.admin.Credential, users.operator.Credential
+	admin, err := w.admin(ctx, m, auth)
+	switch {
+	case auth == AuthOperator && err != nil:
+		o.OperatorLogin = new(false) // its Secret is gone: nothing opens the user
+		return o, nil
+	case err != nil && apierrors.IsNotFound(errors.Unwrap(err)):
+		return o, nil // the keyfile comes with EnsureObjects
+	case err != nil:
 		return o, err
 	}
-	w.observeMembers(ctx, admin, w.withLeaving(m, desired, o.Replicas), w.adminUsername(ctx, m), &o)
+	source := w.observeMembers(ctx, admin, w.withLeaving(m, desired, o.Replicas), &o)
+	if auth == AuthOperator && !w.observeOwnLogin(ctx, admin, source, users.operator, &o) {
+		return o, nil // read blind: Decide goes back to the keyfile
+	}
+	w.observeReplicaSet(ctx, admin, source, &o)
+	w.observeUsers(ctx, admin, auth, users, &o)
 	return o, nil
 }
 
@@ -133,20 +171,6 @@ func (w *KubeWorld) withLeaving(m *v1alpha1.Mgors, desired []mongo.DesiredMember
 		out = append(slices.Clip(out), mongo.DesiredMember{Ordinal: i, Name: m.PodName(i), Host: m.MemberHost(i, w.ClusterDomain)})
 	}
 	return out
-}
-
-// adminUsername is the admin user's name from its Secret (the name the user
-// was created with), "" when the Secret cannot be read: then the user is not
-// checked, never guessed.
-func (w *KubeWorld) adminUsername(ctx context.Context, m *v1alpha1.Mgors) string {
-	sec, err := w.Applier.Secret(ctx, m.Namespace, m.AdminSecretName())
-	if err != nil {
-		return ""
-	}
-	if user := string(sec.Data[v1alpha1.AdminUsernameSecretKey]); user != "" {
-		return user
-	}
-	return AdminUsername
 }
 
 // observeNodes fills in the readiness of the member pods' nodes: of every
@@ -200,6 +224,10 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		}),
 		get("Secret "+m.AdminSecretName(), func(c context.Context) error {
 			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.AdminSecretName(), metav1.GetOptions{})
+			return err
+		}),
+		get("Secret "+m.OperatorSecretName(), func(c context.Context) error {
+			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.OperatorSecretName(), metav1.GetOptions{})
 			return err
 		}),
 		func() error { // the budget is decided apart (decide_budget.go): only read here
@@ -356,7 +384,7 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		// comes back empty and initial-syncs (kube.Applier.WipeMember).
 		return w.Applier.WipeMember(ctx, m, a.Host)
 	}
-	admin, err := w.admin(ctx, m)
+	admin, err := w.admin(ctx, m, a.Auth)
 	if err != nil {
 		return err
 	}
@@ -369,17 +397,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return admin.Reconfig(ctx, a.Host, *a.Config, true)
 	case ActStepDown:
 		return admin.StepDown(ctx, a.Host, 60)
-	case ActCreateUser:
-		sec, err := w.Applier.Secret(ctx, m.Namespace, m.AdminSecretName())
-		if err != nil {
-			return fmt.Errorf("reading the admin Secret %s: %w", m.AdminSecretName(), err)
-		}
-		user := string(sec.Data[v1alpha1.AdminUsernameSecretKey])
-		if user == "" {
-			user = AdminUsername
-		}
-		return admin.CreateUser(ctx, a.Host, user, string(sec.Data[v1alpha1.AdminPasswordSecretKey]),
-			[]mongo.Role{{Role: "root", DB: "admin"}})
+	case ActCreateUser, ActCreateOperatorUser, ActUpdatePassword:
+		return w.actUsers(ctx, m, admin, a)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
@@ -390,6 +409,9 @@ func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error 
 		return err
 	}
 	if _, err := w.Applier.EnsureAdminCredentials(ctx, m, AdminUsername); err != nil {
+		return err
+	}
+	if _, err := w.Applier.EnsureOperatorCredentials(ctx, m, mongo.OperatorUser); err != nil {
 		return err
 	}
 	if _, err := w.Applier.EnsureService(ctx, kube.HeadlessService(m)); err != nil {

@@ -30,7 +30,7 @@ func TestKubeWorldBudgetAndArbiters(t *testing.T) {
 	w := &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc), ClusterDomain: "cluster.local"}
 
 	m.Spec.ArbiterResources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
-	o, err := w.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := w.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestKubeWorldBudgetAndArbiters(t *testing.T) {
 	if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m)); err != nil { // EnsureObjects' part
 		t.Fatal(err)
 	}
-	if o, err = w.Observe(ctx, m, mongo.Desired(m, "cluster.local")); err != nil {
+	if o, err = w.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile); err != nil {
 		t.Fatal(err)
 	}
 	if !o.Pods[pod.Name].Outdated {
@@ -48,7 +48,7 @@ func TestKubeWorldBudgetAndArbiters(t *testing.T) {
 	}
 
 	m.Spec.Arbiters = 0
-	if o, err = w.Observe(ctx, m, mongo.Desired(m, "cluster.local")); err != nil {
+	if o, err = w.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile); err != nil {
 		t.Fatal(err)
 	}
 	if o.ArbiterReplicas != 1 || o.Pods[pod.Name].Outdated {
@@ -60,7 +60,7 @@ func TestKubeWorldBudgetAndArbiters(t *testing.T) {
 	if err := w.Act(ctx, m, Action{Kind: ActDeleteArbiters, Host: kube.ArbiterName(m)}); err != nil {
 		t.Fatal(err)
 	}
-	if o, err = w.Observe(ctx, m, mongo.Desired(m, "cluster.local")); err != nil {
+	if o, err = w.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile); err != nil {
 		t.Fatal(err)
 	}
 	if o.Budget != 2 || o.ArbiterReplicas != -1 {

@@ -8,9 +8,10 @@ import (
 	"github.com/mgors/operator/mongo"
 )
 
-// observeMembers asks each member hello, then the config and status from the
-// primary (or the member with the newest config), then the admin user.
-func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, adminUser string, o *Observation) {
+// observeMembers asks each member hello (no credentials) and returns the
+// member to read the replica set from: the primary, or the member with the
+// newest config; "" when no member holds a config.
+func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, o *Observation) string {
 	type answer struct {
 		dm    mongo.DesiredMember
 		hello mongo.HelloReply
@@ -45,10 +46,15 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 		}
 		o.Members[a.dm.Host] = mv
 	}
-	source := o.Primary
-	if source == "" {
-		source = best
+	if o.Primary != "" {
+		return o.Primary
 	}
+	return best
+}
+
+// observeReplicaSet reads the config and status from source, each
+// survivor's own status when there is no primary, and the troubled members.
+func (w *KubeWorld) observeReplicaSet(ctx context.Context, admin mongo.Admin, source string, o *Observation) {
 	if source == "" {
 		return // no member holds a config
 	}
@@ -80,11 +86,6 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 		}
 	}
 	w.observeTroubled(ctx, admin, o)
-	if o.Primary != "" && adminUser != "" {
-		if ok, err := admin.UserExists(ctx, o.Primary, adminUser); err == nil {
-			o.AdminUser = &ok
-		}
-	}
 }
 
 // observeTroubled asks each member that answers hello but is not PRIMARY,

@@ -22,7 +22,7 @@ func TestKubeWorldReadsATroubledMembersOwnStatus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	before := len(rs.Calls())
-	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestKubeWorldReadsATroubledMembersOwnStatus(t *testing.T) {
 	if err := rs.Reconfig(ctx, rs.Primary(), cfg, false); err != nil {
 		t.Fatal(err)
 	}
-	o, err = world.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err = world.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,9 +46,11 @@ func (s *syncBuffer) String() string {
 }
 
 // The real KubeWorld (API objects through a fake clientset, members through a
-// fake replica set) takes a cluster from nothing to Healthy; and neither the
-// keyfile nor the admin password ever reaches a record, a log line, an Event
-// or the status (invariant 5).
+// fake replica set) takes a cluster from nothing to Healthy: initiated as
+// __system, the operator's own user created as __system with OperatorRoles,
+// the switch to it recorded, and the admin user created by it. Neither the
+// keyfile nor a password ever reaches a record, a log line, an Event or the
+// status (invariant 5).
 func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	const keyfile = "KEYFILE-SECRET-0123456789abcdefghijklmnopqrstuvwxyz"
 	const password = "PASSWORD-SECRET-9876543210"
@@ -68,21 +70,22 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	rs := mongotest.New(m.ReplSetName(), hosts...)
 	events := record.NewFakeRecorder(100)
 	var credsMu sync.Mutex // an observation still under way at stop may build a client again
-	var gotCreds mongo.Credentials
+	var gotCreds []mongo.Credentials
 	world := &KubeWorld{
 		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
 		ClusterDomain: "cluster.local",
 		NewAdmin: func(o mongo.Options) mongo.Admin {
 			credsMu.Lock()
 			defer credsMu.Unlock()
-			gotCreds = o.Credentials
-			return rs
+			gotCreds = append(gotCreds, o.Credentials)
+			return keepOpen{rs}
 		},
 	}
 	store := eventlog.NewMemory()
 	logs := &syncBuffer{}
 	deps := testDeps(store, world)
 	deps.Log = zerolog.New(logs)
+	deps.SnapshotEvery = 0 // the assertions read the whole log
 	stop := runOperator(t, deps)
 	waitFor(t, "Healthy through KubeWorld", func() bool {
 		cur, err := mc.Mgorses("db").Get(context.Background(), "demo", metav1.GetOptions{})
@@ -92,13 +95,24 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	stop()
 
 	credsMu.Lock()
-	creds := gotCreds
+	creds := slices.Clone(gotCreds)
 	credsMu.Unlock()
-	if string(creds.Keyfile) != keyfile {
-		t.Fatal("the admin client was not given the cluster's keyfile")
+	opSecret, err := kc.CoreV1().Secrets(m.Namespace).Get(context.Background(), m.OperatorSecretName(), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opPassword := string(opSecret.Data[v1alpha1.AdminPasswordSecretKey])
+	if len(creds) < 2 || string(creds[0].Keyfile) != keyfile {
+		t.Fatalf("the first admin client was not given the cluster's keyfile: %v", creds)
+	}
+	if last := creds[len(creds)-1]; last.Username != mongo.OperatorUser || last.Password != opPassword || opPassword == "" {
+		t.Fatalf("the operator did not switch to its own user: %v", creds)
 	}
 	if !userCreated {
 		t.Fatal("the admin user was not created")
+	}
+	if got := rs.Roles(mongo.OperatorUser); !slices.Equal(got, mongo.OperatorRoles()) {
+		t.Fatalf("the operator's user has roles %v, want %v", got, mongo.OperatorRoles())
 	}
 	_, recs, err := store.Load(context.Background(), eventlog.Stream{Namespace: "db", Name: "demo", UID: "u-1"})
 	if err != nil {
@@ -117,7 +131,16 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	cur, _ := mc.Mgorses("db").Get(context.Background(), "demo", metav1.GetOptions{})
 	st, _ := yaml.Marshal(cur.Status)
 	all.Write(st)
-	for _, secret := range []string{keyfile, password, mongo.KeyfilePassword([]byte(keyfile))} {
+	var order []string
+	for _, r := range recs {
+		if r.Type == "OperatorUserReady" || r.Type == "AuthSwitched" || r.Type == "AdminUserReady" {
+			order = append(order, r.Type)
+		}
+	}
+	if !slices.Equal(order, []string{"OperatorUserReady", "AuthSwitched", "AdminUserReady"}) {
+		t.Fatalf("users recorded in the order %v", order)
+	}
+	for _, secret := range []string{keyfile, password, opPassword, mongo.KeyfilePassword([]byte(keyfile))} {
 		if strings.Contains(all.String(), secret) {
 			t.Fatalf("a secret leaked into the records, logs, Events or status")
 		}
@@ -218,8 +241,8 @@ func TestKubeWorldChecksTheAdminUserTheSecretNames(t *testing.T) {
 			creates++
 		}
 	}
-	if creates != 1 {
-		t.Fatalf("createUser sent %d times, want 1", creates)
+	if creates != 2 {
+		t.Fatalf("createUser sent %d times, want 2 (the operator's user and the admin user)", creates)
 	}
 }
 
@@ -230,7 +253,7 @@ func TestKubeWorldReportsAnUnreadableConfig(t *testing.T) {
 	world := newWorld(noConfig{keepOpen{rs}})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := world.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,7 +325,7 @@ func TestKubeWorldReadsARemovedMembersOwnOptime(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := mgors()
-	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -334,7 +357,7 @@ func TestKubeWorldObservesTheMembersAScaleDownTakesAway(t *testing.T) {
 	}
 	m := mgors()
 	m.Spec.Members = 2
-	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"))
+	o, err := newWorld(nil).Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)
 	if err != nil {
 		t.Fatal(err)
 	}

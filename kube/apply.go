@@ -408,6 +408,18 @@ func (a *Applier) EnsureAdminCredentials(ctx context.Context, m *v1alpha1.Mgors,
 	}, []string{v1alpha1.AdminUsernameSecretKey, v1alpha1.AdminPasswordSecretKey})
 }
 
+// EnsureOperatorCredentials creates the Secret of the operator's own user
+// with the given user name and a fresh password when it does not exist.
+func (a *Applier) EnsureOperatorCredentials(ctx context.Context, m *v1alpha1.Mgors, username string) (bool, error) {
+	return a.ensureSecret(ctx, m.Namespace, m.OperatorSecretName(), func() (*corev1.Secret, error) {
+		pw, err := GeneratePassword()
+		if err != nil {
+			return nil, err
+		}
+		return OperatorSecret(m, username, pw), nil
+	}, []string{v1alpha1.AdminUsernameSecretKey, v1alpha1.AdminPasswordSecretKey})
+}
+
 // Secret reads a Secret, for the actor that needs the admin credentials or the
 // keyfile to talk to the members. Never log what it returns.
 func (a *Applier) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {

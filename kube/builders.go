@@ -499,6 +499,14 @@ func AdminSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
 	}
 }
 
+// OperatorSecret is the Secret of the operator's own user: same keys as the
+// admin Secret, same lifetime as the data it opens.
+func OperatorSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
+	s := AdminSecret(m, username, password)
+	s.ObjectMeta = secretMeta(m, m.OperatorSecretName())
+	return s
+}
+
 // secretMeta is the metadata of a generated Secret. Credentials live as long as
 // the data they open: with spec.storage.reclaim Retain (the default) the
 // volumes outlive the Mgors, so the Secrets do too (no owner reference), and a

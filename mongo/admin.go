@@ -44,6 +44,12 @@ type Admin interface {
 	CreateUser(ctx context.Context, host, user, password string, roles []Role) error
 	// UserExists reports whether the admin database has the user.
 	UserExists(ctx context.Context, host, user string) (bool, error)
+	// UpdatePassword sets the password of a user of the admin database
+	// (updateUser); ErrUserNotFound if there is no such user.
+	UpdatePassword(ctx context.Context, host, user, password string) error
+	// Login checks whether credentials open host: nil when they
+	// authenticate, ErrAuthenticationFailed when the member refuses them.
+	Login(ctx context.Context, host string, cred Credentials) error
 	// Local reads a member's own replication state from its local database:
 	// the config it holds and its newest oplog entry. It answers in every
 	// state; on a REMOVED member, whose hello and replSetGetStatus say
@@ -331,27 +337,6 @@ func (c *Client) StepDown(ctx context.Context, host string, seconds int) error {
 // Freeze implements Admin.
 func (c *Client) Freeze(ctx context.Context, host string, seconds int) error {
 	return c.run(ctx, host, "replSetFreeze", true, bson.D{{Key: "replSetFreeze", Value: seconds}}, nil)
-}
-
-// CreateUser implements Admin. The password goes only into the command.
-func (c *Client) CreateUser(ctx context.Context, host, user, password string, roles []Role) error {
-	if roles == nil {
-		roles = []Role{}
-	}
-	cmd := bson.D{{Key: "createUser", Value: user}, {Key: "pwd", Value: password}, {Key: "roles", Value: roles}}
-	return c.run(ctx, host, "createUser", true, cmd, nil)
-}
-
-// UserExists implements Admin.
-func (c *Client) UserExists(ctx context.Context, host, user string) (bool, error) {
-	var reply struct {
-		Users []bson.Raw `bson:"users"`
-	}
-	cmd := bson.D{{Key: "usersInfo", Value: bson.D{{Key: "user", Value: user}, {Key: "db", Value: "admin"}}}}
-	if err := c.run(ctx, host, "usersInfo", true, cmd, &reply); err != nil {
-		return false, err
-	}
-	return len(reply.Users) > 0, nil
 }
 
 // Close implements Admin: it disconnects every cached connection.

@@ -132,6 +132,15 @@ func describe(e actors.Event) string {
 			return "admin user found"
 		}
 		return "admin user created"
+	case actors.OperatorUserReady:
+		if e.Found {
+			return "operator user " + e.User + " found"
+		}
+		return "operator user " + e.User + " created (password in Secret " + e.Secret + ")"
+	case actors.AuthSwitched:
+		return "authenticating as " + e.To.String() + " instead of " + e.From.String() + ": " + e.Reason
+	case actors.PasswordApplied:
+		return "user " + e.User + " has the password of Secret " + e.Secret + " at resourceVersion " + e.SecretVersion
 	case actors.MembersObserved:
 		var ms []string
 		for _, m := range e.Members {

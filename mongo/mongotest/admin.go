@@ -311,50 +311,6 @@ func (r *ReplicaSet) Freeze(ctx context.Context, host string, seconds int) error
 	return nil
 }
 
-// CreateUser implements mongo.Admin.
-func (r *ReplicaSet) CreateUser(ctx context.Context, host, user, password string, roles []mongo.Role) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n, err := r.begin(ctx, host, "createUser")
-	if err != nil {
-		return err
-	}
-	if n.state != mongo.StatePrimary {
-		return serverErr(n.host, mongo.CodeNotWritablePrimary, "NotWritablePrimary", "not primary")
-	}
-	if _, ok := r.users[user]; ok {
-		return serverErr(n.host, mongo.CodeDuplicateUser, "Location51003", "User \"%s@admin\" already exists", user)
-	}
-	r.users[user] = slices.Clone(roles)
-	r.clock++
-	n.optime = mongo.OpTime{TS: bson.Timestamp{T: r.clock, I: 1}, T: r.term}
-	n.hasData = true
-	r.settle()
-	return nil
-}
-
-// UserExists implements mongo.Admin.
-func (r *ReplicaSet) UserExists(ctx context.Context, host, user string) (bool, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n, err := r.begin(ctx, host, "usersInfo")
-	if err != nil {
-		return false, err
-	}
-	if n.state != mongo.StatePrimary && n.state != mongo.StateSecondary {
-		return false, serverErr(n.host, mongo.CodeNotPrimaryOrSecondary, "NotPrimaryOrSecondary", "not primary or secondary; cannot currently read from this replSet member")
-	}
-	_, ok := r.users[user]
-	return ok, nil
-}
-
-// Roles are the roles a user was created with.
-func (r *ReplicaSet) Roles(user string) []mongo.Role {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.users[user])
-}
-
 // Close implements mongo.Admin; later calls fail.
 func (r *ReplicaSet) Close(context.Context) error {
 	r.mu.Lock()

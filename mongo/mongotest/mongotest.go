@@ -34,7 +34,7 @@ type ReplicaSet struct {
 	nodes   map[string]*node
 	term    int64
 	clock   uint32
-	users   map[string][]mongo.Role
+	users   map[string]user
 	calls   []Call
 	fail    map[[2]string]error
 	pending map[string]bool // newly added voters waiting for SECONDARY
@@ -63,7 +63,7 @@ var _ mongo.Admin = (*ReplicaSet)(nil)
 // New is a replica set named name whose members (not yet initiated, up and
 // empty) answer at hosts.
 func New(name string, hosts ...string) *ReplicaSet {
-	r := &ReplicaSet{name: name, nodes: map[string]*node{}, users: map[string][]mongo.Role{}, fail: map[[2]string]error{}, pending: map[string]bool{}}
+	r := &ReplicaSet{name: name, nodes: map[string]*node{}, users: map[string]user{}, fail: map[[2]string]error{}, pending: map[string]bool{}}
 	for _, h := range hosts {
 		r.AddNode(h)
 	}

@@ -97,6 +97,11 @@ func (m *Mgors) AdminSecretName() string {
 	return m.Name + "-admin"
 }
 
+// OperatorSecretName is the Secret holding the operator's own user's
+// credentials (the keys of the admin Secret); the operator generates it and
+// reads it, and a person may change its password: the operator applies it.
+func (m *Mgors) OperatorSecretName() string { return m.Name + "-operator" }
+
 // ServiceName is the headless Service that gives members stable DNS names.
 func (m *Mgors) ServiceName() string { return m.Name + "-svc" }
 
