@@ -29,7 +29,8 @@ const (
 // leaderKill freezes the primary and one secondary of an Automatic cluster
 // (as majorityLoss does) and SIGKILLs the operator leader the moment the
 // cluster's event log shows a record of type on (MajorityLost: in the grace
-// period; ForceDecided: around the force and its record). The other replica
+// period; ActionStarted of the ForceReconfig: around the force and its
+// record, after the fencing). The other replica
 // takes the Lease over and must finish the recovery with one force. Then the
 // frozen members go on and the set must be Healthy with its three members.
 //
@@ -39,8 +40,9 @@ const (
 // stops its actors and ends when it loses the Lease).
 type leaderKill struct {
 	idx   int
-	on    string        // the record type whose appearance triggers the kill
-	pause time.Duration // freeze the leader instead, for at most this long
+	on    string            // the record type whose appearance triggers the kill
+	act   actors.ActionKind // with on ActionStarted: of this action only
+	pause time.Duration     // freeze the leader instead, for at most this long
 	// fast: SIGKILL the leader's process found before the fault, not through
 	// the injector (which reads the API and /proc first, tens of ms): the
 	// force and its record are about 10 ms apart.
@@ -86,7 +88,7 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 	killed := make(chan error, 1)
 	go func() {
 		killed <- watchLog(wctx, s, c, func(r eventlog.Record) bool {
-			if r.Type != lk.on || r.Time.Before(lk.start) {
+			if r.Type != lk.on || r.Time.Before(lk.start) || !lk.aimedAt(r) {
 				return false
 			}
 			lk.trigger, lk.killed, lk.killFrom = r, r.Writer, time.Now()
@@ -176,7 +178,7 @@ func (lk *leaderKill) run(ctx context.Context, s *chaos.Scene) error {
 	}
 	s.Record(chaos.Fault{Kind: kind, Cluster: key, Targets: []string{operatorNamespace + "/" + lk.killed},
 		Start: lk.killAt, Healed: healed, Happened: !lk.tookOver.IsZero(), HealthyAt: at,
-		Evidence: fmt.Sprintf("on %s seq %d: %s; Lease holder now %q; the old leader exited %t", lk.on, lk.trigger.Seq,
+		Evidence: fmt.Sprintf("on %s seq %d: %s; Lease holder now %q; the old leader exited %t", lk.aim(), lk.trigger.Seq,
 			lk.evidence, lk.newLeader, !lk.exited.IsZero())})
 	return nil
 }
@@ -209,9 +211,9 @@ func (lk *leaderKill) holdPaused(ctx context.Context, s *chaos.Scene) {
 // It says which window the kill hit.
 func (lk *leaderKill) judge(t *testing.T, recs []writtenRecord, h *chaos.History, key string) {
 	t.Helper()
-	name := "leader killed at " + lk.on
+	name := "leader killed at " + lk.aim()
 	if lk.pause > 0 {
-		name = "leader paused at " + lk.on
+		name = "leader paused at " + lk.aim()
 		if lk.exited.IsZero() {
 			t.Errorf("%s: the old leader %s did not exit after it lost the Lease", name, lk.killed)
 		}
@@ -304,6 +306,24 @@ func (lk *leaderKill) judge(t *testing.T, recs []writtenRecord, h *chaos.History
 			t.Logf("  +%s seq %d by %s: %s %s: %s", since(lk.start, r.At), r.Seq, r.Writer, a.Action, a.Target, a.Reason)
 		}
 	}
+}
+
+// aimedAt: r is the record the kill waits for (with act, an ActionStarted of
+// that action).
+func (lk *leaderKill) aimedAt(r eventlog.Record) bool {
+	if lk.act == "" {
+		return true
+	}
+	var a actors.ActionStarted
+	return json.Unmarshal(r.Data, &a) == nil && a.Action == lk.act
+}
+
+// aim names the record the kill waits for.
+func (lk *leaderKill) aim() string {
+	if lk.act == "" {
+		return lk.on
+	}
+	return lk.on + " " + string(lk.act)
 }
 
 // byNewLeader: r was written by the operator process that led after the kill

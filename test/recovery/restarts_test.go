@@ -22,7 +22,7 @@ import (
 // The clusters of TestRestarts, in the order Run creates them.
 const (
 	lostIdx   = 0 // case 7: the leader killed when MajorityLost is recorded
-	forcedIdx = 1 // case 7: the leader killed when ForceDecided is recorded
+	forcedIdx = 1 // case 7: the leader killed when the ForceReconfig is started
 	pausedIdx = 2 // case 7: the leader frozen past its Lease when MajorityLost is recorded
 	wholeIdx  = 3 // case 6: every member pod deleted at once (WholeRestart=1 only)
 )
@@ -58,7 +58,7 @@ func TestRestarts(t *testing.T) {
 
 	wr := wholeRestart{idx: wholeIdx}
 	kl := leaderKill{idx: lostIdx, on: "MajorityLost"}
-	kf := leaderKill{idx: forcedIdx, on: "ForceDecided", fast: true}
+	kf := leaderKill{idx: forcedIdx, on: "ActionStarted", act: actors.ActForceReconfig, fast: true}
 	kp := leaderKill{idx: pausedIdx, on: "MajorityLost", pause: leaderPause}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -97,7 +97,7 @@ func TestRestarts(t *testing.T) {
 		wr.judge(t, written(t, h.Logs["eventlog/"+wholeKey]), h, wholeKey)
 	})
 	t.Run("LeaderKilledAtMajorityLost", func(t *testing.T) { kl.judge(t, written(t, h.Logs["eventlog/"+lostKey]), h, lostKey) })
-	t.Run("LeaderKilledAtForceDecided", func(t *testing.T) {
+	t.Run("LeaderKilledAtForceStarted", func(t *testing.T) {
 		kf.judge(t, written(t, h.Logs["eventlog/"+forcedKey]), h, forcedKey)
 	})
 	t.Run("LeaderPausedAtMajorityLost", func(t *testing.T) {
