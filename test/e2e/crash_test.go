@@ -117,7 +117,7 @@ func pauseInClusterOperator(t *testing.T, env *harness.Env) {
 }
 
 // The operator is SIGKILLed right after each kind of event on the way from
-// apply to Healthy; a restarted operator converges with one initiate, one user,
+// apply to Healthy; a restarted operator converges with one initiate, two users,
 // no reconfig, and a log that continues without gaps (issue: event-sourced
 // clusters; invariant 1).
 func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
@@ -126,9 +126,12 @@ func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 	pauseInClusterOperator(t, env)
 	ctx := context.Background()
 	for i, crash := range []string{
+		// ActionStarted 1 to 5: EnsureObjects, SetDisruptionBudget, Initiate,
+		// CreateOperatorUser (as __system), CreateAdminUser (as that user).
 		"SpecObserved:1", "MembersObserved:1", "ActionStarted:1", "ActionFinished:1",
-		"PhaseChanged:1", "ActionStarted:2", "Initiated:1", "MembersObserved:3",
-		"ActionStarted:3", "AdminUserReady:1", "PhaseChanged:2",
+		"ActionStarted:2", "PhaseChanged:1", "ActionStarted:3", "Initiated:1", "MembersObserved:3",
+		"ActionStarted:4", "OperatorUserReady:1", "AuthSwitched:1",
+		"ActionStarted:5", "AdminUserReady:1", "PhaseChanged:2",
 	} {
 		t.Run(crash, func(t *testing.T) {
 			name := fmt.Sprintf("crash%d", i)
@@ -180,10 +183,11 @@ func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			// One initiate and one user, both made by the operator: a found config
-			// or user would mean an initiate or a creation reached a cluster that
-			// already had one. No reconfig of a 1-member set.
-			if !s.Initiated || s.Initiates != 1 || s.UsersCreated != 1 || s.Reconfigs != 0 || s.ForcedReconfigs != 0 {
+			// One initiate and two users (the operator's and the admin), all made
+			// by the operator: a found config or user would mean an initiate or a
+			// creation reached a cluster that already had one. No reconfig of a
+			// 1-member set.
+			if !s.Initiated || s.Initiates != 1 || s.UsersCreated != 2 || s.Reconfigs != 0 || s.ForcedReconfigs != 0 {
 				t.Fatalf("after a crash after %s: %s (initiates %d, users %d, reconfigs %d)", crash, s, s.Initiates, s.UsersCreated, s.Reconfigs)
 			}
 			for _, r := range recs {
@@ -196,6 +200,10 @@ func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 				case actors.AdminUserReady:
 					if e.Found {
 						t.Fatalf("after a crash after %s: record %d found an existing user", crash, r.Seq)
+					}
+				case actors.OperatorUserReady:
+					if e.Found {
+						t.Fatalf("after a crash after %s: record %d found an existing operator user", crash, r.Seq)
 					}
 				case actors.ActionStarted:
 					if e.Action == actors.ActReconfig || e.Action == actors.ActForceReconfig {
