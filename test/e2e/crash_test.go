@@ -290,7 +290,7 @@ func TestOperatorKilledDuringARecoveryConverges(t *testing.T) {
 					t.Fatalf("record %d: %s during the recovery", r.Seq, st.Action)
 				}
 			}
-			if !recovered || s.Phase != v1alpha1.PhaseHealthy || s.Initiates != 1 || s.UsersCreated != 1 {
+			if !recovered || s.Phase != v1alpha1.PhaseHealthy || s.Initiates != 1 || s.UsersCreated != 2 {
 				t.Fatalf("after a crash after %s in a recovery: recovered %t, %s", crash, recovered, s)
 			}
 		})
