@@ -304,6 +304,9 @@ func (n *Node) shutdown() {
 	case <-time.After(3 * time.Second):
 		// A heartbeat stuck on an unreachable peer must not hold the exit.
 	}
+	// A clean shutdown leaves nothing applied off the disk (mongod's
+	// journal flush at shutdown).
+	_ = n.syncJournal()
 	n.mu.Lock()
 	_ = n.store.Close()
 	n.mu.Unlock()
