@@ -138,18 +138,22 @@ func (n *Node) applyCatchUp(r bson.Raw, term int64) {
 		return
 	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
 	if n.state != StatePrimary || n.term != term || n.writable {
+		n.mu.Unlock()
 		return
 	}
 	fresh := n.appendAppliedLocked(entries)
 	if len(fresh) == 0 {
+		n.mu.Unlock()
 		return
 	}
 	if n.election != nil && n.election.term == term {
 		n.election.catchUpOps += int64(len(fresh))
 	}
-	n.notifyProgressLocked()
+	seq := n.appendSeq
+	n.mu.Unlock()
+	// durable before the catch-up fetches after them
+	_ = n.waitDurable(seq)
 }
 
 // opTimeLog is an optime as a log attribute, { ts, t } as mongod prints it.

@@ -49,7 +49,7 @@ var ipMu sync.Mutex
 var nextIP = 1
 
 // freeAddr picks a loopback address in 127.0.3.0/24 and a free port on it.
-func freeAddr(t *testing.T) (string, int) {
+func freeAddr(t testing.TB) (string, int) {
 	t.Helper()
 	ipMu.Lock()
 	ip := fmt.Sprintf("127.0.3.%d", nextIP)
@@ -66,7 +66,7 @@ func freeAddr(t *testing.T) (string, int) {
 
 // member is one mongod-sim process.
 type member struct {
-	t      *testing.T
+	t      testing.TB
 	ip     string
 	port   int
 	host   string
@@ -94,7 +94,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func newMember(t *testing.T, extra ...string) *member {
+func newMember(t testing.TB, extra ...string) *member {
 	ip, port := freeAddr(t)
 	return newMemberAt(t, ip, port, extra...)
 }
@@ -132,7 +132,7 @@ func sharedPortMembers(t *testing.T, n int, extra ...string) []*member {
 	return nil
 }
 
-func newMemberAt(t *testing.T, ip string, port int, extra ...string) *member {
+func newMemberAt(t testing.TB, ip string, port int, extra ...string) *member {
 	m := &member{t: t, ip: ip, port: port, host: fmt.Sprintf("%s:%d", ip, port), dbpath: t.TempDir(), extra: extra}
 	m.start()
 	t.Cleanup(func() {
@@ -191,7 +191,7 @@ func (m *member) kill() {
 	m.cmd = nil
 }
 
-func (m *member) client(t *testing.T, opts ...string) *mongo.Client {
+func (m *member) client(t testing.TB, opts ...string) *mongo.Client {
 	t.Helper()
 	uri := fmt.Sprintf("mongodb://%s/?directConnection=true&serverSelectionTimeoutMS=5000", m.host)
 	if len(opts) > 0 {
@@ -200,7 +200,7 @@ func (m *member) client(t *testing.T, opts ...string) *mongo.Client {
 	return connect(t, uri)
 }
 
-func connect(t *testing.T, uri string) *mongo.Client {
+func connect(t testing.TB, uri string) *mongo.Client {
 	t.Helper()
 	c, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {
@@ -231,7 +231,7 @@ func (m *member) logged(lines ...string) bool {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
@@ -249,7 +249,7 @@ func run(c *mongo.Client, cmd bson.D) (bson.Raw, error) {
 	return c.Database("admin").RunCommand(ctx, cmd, options.RunCmd().SetReadPreference(readpref.PrimaryPreferred())).Raw()
 }
 
-func mustRun(t *testing.T, c *mongo.Client, cmd bson.D) bson.Raw {
+func mustRun(t testing.TB, c *mongo.Client, cmd bson.D) bson.Raw {
 	t.Helper()
 	r, err := run(c, cmd)
 	if err != nil {
@@ -283,7 +283,7 @@ func (m *member) shortClient(creds ...string) *mongo.Client {
 	return c
 }
 
-func state(t *testing.T, m *member, creds ...string) int {
+func state(t testing.TB, m *member, creds ...string) int {
 	c := m.shortClient(creds...)
 	defer func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -328,7 +328,7 @@ func primaryOf(ms []*member) int {
 	return -1
 }
 
-func waitPrimary(t *testing.T, ms []*member, d time.Duration) int {
+func waitPrimary(t testing.TB, ms []*member, d time.Duration) int {
 	t.Helper()
 	p := -1
 	waitFor(t, d, "a primary", func() bool { p = primaryOf(ms); return p >= 0 })

@@ -89,6 +89,15 @@ type Node struct {
 	isync     *initialSyncState // the running initial sync, if any
 	stale     staleState        // too-stale sync sources and maintenance mode
 
+	// the journal (journal.go): entries applied but not yet on disk, and
+	// counts of the entries ever appended and ever made durable
+	pending     []OplogEntry
+	appendSeq   uint64
+	durableSeq  uint64
+	journalErr  error
+	journalKick chan struct{}
+	flushMu     sync.Mutex // one flush at a time; never taken under n.mu
+
 	connMu    sync.Mutex
 	conns     map[*conn]struct{}
 	connCount int64
@@ -129,7 +138,7 @@ type peerState struct {
 func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 	n := &Node{cfg: cfg, log: log, processID: bson.NewObjectID(), started: time.Now(), topoCh: make(chan struct{}),
 		self: -1, primary: -1, votedFor: -1, peers: map[string]*peerState{}, data: NewData(), committed: NewData(),
-		oplogCh: make(chan struct{}), conns: map[*conn]struct{}{}, quit: make(chan struct{}), done: make(chan struct{}),
+		oplogCh: make(chan struct{}), journalKick: make(chan struct{}, 1), conns: map[*conn]struct{}{}, quit: make(chan struct{}), done: make(chan struct{}),
 		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30), metrics: newServerMetrics(), params: newParamStore(cfg)}
 	n.cursors.m = map[int64]*cursor{}
 	if cfg.KeyFile != "" {
@@ -224,6 +233,8 @@ func (n *Node) Run(ctx context.Context) error {
 		}()
 	}
 	n.bg.Add(1)
+	go n.journalLoop()
+	n.bg.Add(1)
 	go n.tickLoop()
 	n.bg.Add(1)
 	go n.fetchLoop()
@@ -293,6 +304,9 @@ func (n *Node) shutdown() {
 	case <-time.After(3 * time.Second):
 		// A heartbeat stuck on an unreachable peer must not hold the exit.
 	}
+	// A clean shutdown leaves nothing applied off the disk (mongod's
+	// journal flush at shutdown).
+	_ = n.syncJournal()
 	n.mu.Lock()
 	_ = n.store.Close()
 	n.mu.Unlock()

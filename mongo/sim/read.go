@@ -57,8 +57,12 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	var at bson.Timestamp
 	switch {
 	case db == "local" && coll == "oplog.rs":
-		for _, e := range n.oplog {
-			docs = append(docs, e.Raw)
+		// as mongod's oplog, entries are visible once written, before the
+		// journal's flush (fetching members get only durable ones)
+		for _, entries := range [][]OplogEntry{n.oplog, n.pending} {
+			for _, e := range entries {
+				docs = append(docs, e.Raw)
+			}
 		}
 	case db == "local" && coll == "system.replset":
 		if n.rs != nil {

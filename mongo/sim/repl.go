@@ -216,11 +216,15 @@ func (n *Node) tickLoop() {
 				}
 			}()
 		}
-		if time.Since(lastCommitSave) > time.Second && lastPersistedCommit != n.commit {
+		saveCommit := time.Since(lastCommitSave) > time.Second && lastPersistedCommit != n.commit
+		if saveCommit {
 			lastPersistedCommit, lastCommitSave = n.commit, time.Now()
-			_ = n.store.PutMeta("commit", bson.D{{Key: "optime", Value: n.commit.Doc()}})
 		}
 		n.mu.Unlock()
+		if saveCommit {
+			// outside the lock: hello and heartbeats never wait for an fsync
+			_ = n.store.PutMeta("commit", bson.D{{Key: "optime", Value: lastPersistedCommit.Doc()}})
+		}
 		switch action {
 		case actElect:
 			n.runElection(false, "electionTimeout")

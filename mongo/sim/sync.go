@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -47,71 +46,6 @@ func mustRaw(d any) bson.Raw {
 		panic(err)
 	}
 	return b
-}
-
-// nextTSLocked returns a timestamp after every one used so far.
-func (n *Node) nextTSLocked() bson.Timestamp {
-	now := uint32(time.Now().Unix())
-	if now > n.lastTS.T {
-		n.lastTS = bson.Timestamp{T: now, I: 1}
-	} else {
-		n.lastTS = bson.Timestamp{T: n.lastTS.T, I: n.lastTS.I + 1}
-	}
-	return n.lastTS
-}
-
-var errNotWritable = errors.New("not primary")
-
-// writeOplog logs and applies writes as primary (or, with internal set,
-// while becoming primary); it returns the optime of the last entry.
-func (n *Node) writeOplog(ops []opSpec, internal bool) (OpTime, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.writeOplogLocked(ops, internal)
-}
-
-func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
-	if n.cfg.ReplSet != "" && (n.state != StatePrimary || !n.canAcceptWritesLocked() && !internal) {
-		return OpTime{}, errNotWritable
-	}
-	if err := n.data.CheckWrites(ops); err != nil {
-		return OpTime{}, err
-	}
-	var entries []OplogEntry
-	now := time.Now()
-	for _, op := range ops {
-		ot := OpTime{TS: n.nextTSLocked(), T: n.term}
-		if n.cfg.ReplSet == "" {
-			ot.T = 0
-		}
-		var extra bson.D
-		if op.txn != nil {
-			extra = bson.D{{Key: "lsid", Value: op.txn.lsid}, {Key: "txnNumber", Value: op.txn.number}}
-			if op.stmt >= 0 {
-				extra = append(extra, bson.E{Key: "stmtId", Value: op.stmt})
-			}
-			if op.image != "" {
-				extra = append(extra, bson.E{Key: "needsRetryImage", Value: op.image})
-			}
-		}
-		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now, extra...))
-	}
-	if err := n.store.AppendOplog(entries); err != nil {
-		return OpTime{}, err
-	}
-	for _, e := range entries {
-		n.oplog = append(n.oplog, e)
-		n.data.Apply(e)
-		n.applied = e.OpTime()
-	}
-	if n.cfg.ReplSet == "" {
-		n.advanceCommitLocked(n.applied)
-	} else {
-		n.recomputeCommitLocked()
-	}
-	n.truncateOplogLocked()
-	n.notifyProgressLocked()
-	return n.applied, nil
 }
 
 // waitFor blocks until cond holds (checked under the lock) or the deadline.
@@ -255,6 +189,9 @@ func (n *Node) fetchLoop() {
 			return
 		default:
 		}
+		// A former primary's last entries reach the disk before we fetch
+		// after them.
+		_ = n.syncJournal()
 		n.mu.Lock()
 		ok := n.rs != nil && n.self >= 0 && n.primary >= 0 && n.primary != n.self &&
 			(n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering)
@@ -380,36 +317,34 @@ func batchEntries(r bson.Raw) (entries []OplogEntry, ok bool) {
 	return entries, true
 }
 
-// appendAppliedLocked persists and applies the entries newer than what we
-// have, in order, and returns them; nil when none is new or the store
-// refuses them.
+// appendAppliedLocked applies the entries newer than what we have, in
+// order, queues them for the journal and returns them (nil when none is
+// new); the caller waits for them to be durable after releasing the lock.
 func (n *Node) appendAppliedLocked(entries []OplogEntry) []OplogEntry {
+	last := n.lastAppendedLocked()
 	var fresh []OplogEntry
 	for _, e := range entries {
-		if n.applied.Less(e.OpTime()) {
+		if last.Less(e.OpTime()) {
 			fresh = append(fresh, e)
 		}
 	}
 	if len(fresh) == 0 {
 		return nil
 	}
-	if err := n.store.AppendOplog(fresh); err != nil {
-		n.logS("E", "REPL", 21002, "cannot persist oplog", func(e *zerolog.Event) { e.Str("err", err.Error()) })
-		return nil
-	}
 	for _, e := range fresh {
-		n.oplog = append(n.oplog, e)
 		n.data.Apply(e)
 		n.metrics.applied(e)
-		n.applied = e.OpTime()
 		n.noteAppliedLocked(e)
 		if tsLess(n.lastTS, e.TS) {
 			n.lastTS = e.TS
 		}
 	}
+	n.appendLocked(fresh)
 	return fresh
 }
 
+// applyBatch applies a fetched batch; the batch is durable, and counts as
+// applied, before the source's commit point and the state move with it.
 func (n *Node) applyBatch(r bson.Raw) {
 	entries, ok := batchEntries(r)
 	if !ok {
@@ -418,9 +353,12 @@ func (n *Node) applyBatch(r bson.Raw) {
 	term, _ := r.Lookup("term").AsInt64OK()
 	commit := parseOpTime(r.Lookup("commit"))
 	more, _ := r.Lookup("more").BooleanOK()
+	syncing := func() bool {
+		return n.state == StateSecondary || n.state == StateStartup2 || n.state == StateRecovering
+	}
 	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.state != StateSecondary && n.state != StateStartup2 && n.state != StateRecovering {
+	if !syncing() {
+		n.mu.Unlock()
 		return
 	}
 	if term > n.term {
@@ -432,6 +370,16 @@ func (n *Node) applyBatch(r bson.Raw) {
 		n.resetElectionTimerLocked()
 	}
 	fresh := n.appendAppliedLocked(entries)
+	seq := n.appendSeq
+	n.mu.Unlock()
+	if n.waitDurable(seq) != nil {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !syncing() {
+		return // elected meanwhile: the batch is ours, the rest is the source's
+	}
 	n.advanceCommitLocked(commit)
 	n.truncateOplogLocked()
 	n.caughtUpAgainLocked()
@@ -450,6 +398,14 @@ func (n *Node) rollback(pc *peerConn) {
 	n.mu.Lock()
 	n.state = StateRollback
 	n.bumpTopologyLocked()
+	n.mu.Unlock()
+	// Entries of ours still on their way to disk get there first: the
+	// truncation below must not be followed by their flush. No new entry
+	// is appended in ROLLBACK.
+	if n.syncJournal() != nil {
+		return
+	}
+	n.mu.Lock()
 	arr := bson.A{}
 	for i := len(n.oplog) - 1; i >= 0 && len(arr) < 10000; i-- {
 		arr = append(arr, n.oplog[i].OpTime().Doc())

@@ -45,12 +45,16 @@ func (n *Node) conflictLocked(t *transaction, keys map[string]bool) *CmdError {
 	if len(n.oplog) > 0 && tsAfter(n.oplog[0].TS, t.readTS) && !t.readTS.IsZero() {
 		return writeConflict() // what was written since the snapshot is truncated: assume the worst
 	}
+	// the entries after the snapshot: durable ones, then those the journal
+	// has yet to write (already in the documents, so as much a conflict)
 	from := sort.Search(len(n.oplog), func(i int) bool { return tsLess(t.readTS, n.oplog[i].TS) })
-	for _, e := range n.oplog[from:] {
-		hit := false
-		entryKeys(e, func(k string) { hit = hit || keys[k] })
-		if hit {
-			return writeConflict()
+	for _, entries := range [][]OplogEntry{n.oplog[from:], n.pending} {
+		for _, e := range entries {
+			hit := false
+			entryKeys(e, func(k string) { hit = hit || keys[k] })
+			if hit && tsLess(t.readTS, e.TS) {
+				return writeConflict()
+			}
 		}
 	}
 	return nil

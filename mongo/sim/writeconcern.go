@@ -125,15 +125,26 @@ func (n *Node) implicitDefaultWLocked() any {
 // awaitWriteConcern waits for the last write of this node to satisfy the
 // request's write concern; it returns a writeConcernError document or nil.
 func (n *Node) awaitWriteConcern(req *Request) bson.D {
-	if n.cfg.ReplSet == "" {
-		return nil
+	standalone := n.cfg.ReplSet == ""
+	var wc writeConcern
+	if !standalone {
+		if wc = n.parseWriteConcern(req); wc.unacknowledged() {
+			return nil
+		}
 	}
-	wc := n.parseWriteConcern(req)
-	if wc.unacknowledged() {
+	// Every acknowledged write is on our disk first (the journal's group
+	// commit), whatever w and j say.
+	n.mu.Lock()
+	seq := n.appendSeq
+	target := n.lastAppendedLocked()
+	n.mu.Unlock()
+	if err := n.waitDurable(seq); err != nil {
+		return bson.D{{Key: "code", Value: int32(11600)}, {Key: "codeName", Value: codeName(11600)}, {Key: "errmsg", Value: "interrupted at shutdown"}}
+	}
+	if standalone {
 		return nil
 	}
 	n.mu.Lock()
-	target := n.applied
 	term := n.term
 	dataBearing := 0
 	for _, m := range n.rs.Members {
