@@ -172,6 +172,19 @@ func (n *Node) installConfigLocked(cfg *RSConfig, persist bool, self ...int) {
 	})
 }
 
+// forgetSelfAnswersLocked drops every isSelf answer about cfg's hosts
+// before a member not in its config looks for itself again. Pods recreated
+// at once swap addresses, and a name still resolving to its pod's old
+// address (DNS TTL) answers wrongly either way: "not me" when the address
+// now belongs to another member, and "me" when it now belongs to us. A
+// stale "me" about another member's name makes two hosts map to this node,
+// an error that would leave the member REMOVED for good.
+func (n *Node) forgetSelfAnswersLocked(cfg *RSConfig) {
+	for _, m := range cfg.Members {
+		delete(n.isSelfMemo, m.Host)
+	}
+}
+
 // ------------------------------------------------------------------ ticks
 
 func (n *Node) tickLoop() {
@@ -192,18 +205,11 @@ func (n *Node) tickLoop() {
 		action := n.decideLocked(time.Now())
 		if n.rs != nil && n.self < 0 && time.Since(lastSelfCheck) > 2*time.Second && !selfChecking.Load() {
 			// Our host may not have resolved yet (a pod's DNS name); look again,
-			// as mongod retries isSelf on every heartbeat. The "not me" answers
-			// are forgotten first: a name that still pointed at an address now
-			// held by another member (pods recreated at once swap addresses) got
-			// one from that member.
+			// as mongod retries isSelf on every heartbeat.
 			lastSelfCheck = time.Now()
 			selfChecking.Store(true)
 			cfg := n.rs
-			for _, m := range cfg.Members {
-				if v, ok := n.isSelfMemo[m.Host]; ok && !v {
-					delete(n.isSelfMemo, m.Host)
-				}
-			}
+			n.forgetSelfAnswersLocked(cfg)
 			go func() {
 				defer selfChecking.Store(false)
 				if self, err := n.findSelf(cfg); err == nil && self >= 0 {
