@@ -17,6 +17,7 @@ import (
 	"github.com/mgors/operator/actors"
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
 )
 
 // collect gathers, after the final reads, what the log and secret scans need:
@@ -159,7 +160,9 @@ func (r *run) majorityAnswered(t *target, at time.Time) bool {
 }
 
 // secrets are the values of every Secret of the run's clusters (labelled with
-// or owned by a Mgors), for the secret scan.
+// or owned by a Mgors), for the secret scan; a user name is not one (the
+// operator's user, mgors-operator, is named like its Deployment and Lease,
+// and mongod logs who authenticated).
 func (r *run) secrets(ctx context.Context) []string {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -176,8 +179,8 @@ func (r *run) secrets(ctx context.Context) []string {
 		if !owned {
 			continue
 		}
-		for _, v := range s.Data {
-			if len(v) > 0 {
+		for k, v := range s.Data {
+			if len(v) > 0 && k != v1alpha1.AdminUsernameSecretKey {
 				out = append(out, string(v))
 			}
 		}
