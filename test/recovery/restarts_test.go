@@ -36,17 +36,11 @@ const leaderPause = 25 * time.Second
 // on one cluster of its own, under the chaos workload and checker: the whole
 // replica set restarted with its volumes (no initiate, no write lost), then a
 // majority loss under the Automatic policy during which the operator leader
-// is SIGKILLed, once when the loss is recorded and once when the force is
-// decided, and frozen past its Lease once (one force applied, the lost
+// is SIGKILLed, once when the loss is recorded and once when the forced
+// reconfig is started, and frozen past its Lease once (one force applied, the lost
 // members re-added, Healthy; the deposed leader writes nothing).
 func TestRestarts(t *testing.T) {
 	endToEnd(t)
-	if os.Getenv("MGORS_RESTARTS") != "1" {
-		t.Skip("MGORS_RESTARTS is unset: this test has passed once, not yet twice in a row (docs/design/recovery.md, case 7)")
-	}
-	// Case 6 runs with MGORS_WHOLE_RESTART=1 only, until it has passed twice
-	// in a row (docs/design/recovery.md, case 6).
-	withWhole := os.Getenv("MGORS_WHOLE_RESTART") == "1"
 	repo, dir := upCluster(t)
 
 	whole, lost, forced, paused := sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo), sampleMgors(t, repo)
@@ -64,22 +58,15 @@ func TestRestarts(t *testing.T) {
 	defer cancel()
 	cfg := chaos.Config{Dir: dir, Repo: repo, Log: harness.Logger(t), Healthy: healthyBound,
 		ReportDir: filepath.Join(repo, ".cache", "recovery-restarts"),
-		Clusters:  []*v1alpha1.Mgors{lost, forced, paused},
+		Clusters:  []*v1alpha1.Mgors{lost, forced, paused, whole},
 		Scenario: func(ctx context.Context, s *chaos.Scene) error {
-			steps := []func(context.Context, *chaos.Scene) error{kl.run, kf.run, kp.run}
-			if withWhole {
-				steps = append([]func(context.Context, *chaos.Scene) error{wr.run}, steps...)
-			}
-			for _, step := range steps {
+			for _, step := range []func(context.Context, *chaos.Scene) error{wr.run, kl.run, kf.run, kp.run} {
 				if err := step(ctx, s); err != nil {
 					return err
 				}
 			}
 			return nil
 		}}
-	if withWhole {
-		cfg.Clusters = append(cfg.Clusters, whole)
-	}
 	h, err := chaos.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -89,9 +76,6 @@ func TestRestarts(t *testing.T) {
 	lostKey, forcedKey, pausedKey := h.Clusters[lostIdx], h.Clusters[forcedIdx], h.Clusters[pausedIdx]
 	keys := []string{lostKey, forcedKey, pausedKey}
 	t.Run("WholeSetRestarted", func(t *testing.T) {
-		if !withWhole {
-			t.Skip("MGORS_WHOLE_RESTART is unset: this case has passed once, not yet twice in a row (docs/design/recovery.md, case 6)")
-		}
 		wholeKey := h.Clusters[wholeIdx]
 		keys = append(keys, wholeKey)
 		wr.judge(t, written(t, h.Logs["eventlog/"+wholeKey]), h, wholeKey)
