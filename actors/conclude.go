@@ -47,8 +47,7 @@ func Conclude(a Action, err error) []Event {
 	case ActCreateOperatorUser:
 		out = append(out, OperatorUserReady{User: a.Credential.User, Secret: a.Credential.Secret})
 	case ActUpdatePassword:
-		c := a.Credential
-		out = append(out, PasswordApplied{User: c.User, Secret: c.Secret, SecretVersion: c.SecretVersion})
+		out = append(out, PasswordApplied(a.Credential))
 	}
 	return out
 }

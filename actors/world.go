@@ -138,8 +138,10 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	admin, err := w.admin(ctx, m, auth)
 	switch {
 	case auth == AuthOperator && err != nil:
-		o.OperatorLogin = new(false) // its Secret is gone: nothing opens the user
-		return o, nil
+		// Its Secret is gone: nothing opens the user. That is an observation,
+		// not a failed one: the decider switches back to the keyfile.
+		o.OperatorLogin = new(false)
+		return o, nil //nolint:nilerr // the error is the observation above
 	case err != nil && apierrors.IsNotFound(errors.Unwrap(err)):
 		return o, nil // the keyfile comes with EnsureObjects
 	case err != nil:

@@ -50,7 +50,7 @@ func simPrimary(t *testing.T) (*Client, []string, string) {
 		}
 		// Writes (createUser) wait for the new primary to leave catch-up.
 		if r, err := c.Hello(ctx, p.Name); err != nil || !r.IsWritablePrimary {
-			return fmt.Errorf("%s not writable yet: %v", p.Name, err)
+			return fmt.Errorf("%s not writable yet: %w", p.Name, err)
 		}
 		primary = p.Name
 		return nil

@@ -82,7 +82,7 @@ func TestAcknowledgedGroupCommittedWritesSurviveKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, e := range entries {
-		if i > 0 && !(e.TS.T > prev.T || e.TS.T == prev.T && e.TS.I > prev.I) {
+		if i > 0 && (e.TS.T < prev.T || e.TS.T == prev.T && e.TS.I <= prev.I) {
 			t.Fatalf("oplog entry %d: ts %v after %v", i, e.TS, prev)
 		}
 		prev = e.TS
