@@ -104,15 +104,8 @@ func TestKubeletRestartReadoptsPods(t *testing.T) {
 	if err := e.startKubelet(); err != nil {
 		t.Fatal(err)
 	}
-	// Ready (no readiness probe) means started, not yet listening: poll.
 	// The process is checked below to be the one from before the restart.
-	var got string
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if got, err = httpGet("http://" + p.Status.PodIP + ":8080/"); err == nil {
-			break
-		}
-	}
-	if err != nil || got != "hello from survivor" {
+	if got, err := httpGetOnceListening("http://" + p.Status.PodIP + ":8080/"); err != nil || got != "hello from survivor" {
 		t.Fatalf("after restart: %q %v", got, err)
 	}
 	// The new kubelet writes a status again; nothing restarted.

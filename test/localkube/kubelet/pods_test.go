@@ -147,6 +147,17 @@ func httpGet(url string) (string, error) {
 	return string(b), err
 }
 
+// httpGetOnceListening polls url for up to 20 s: a pod without a readiness
+// probe is Ready once started, not yet listening.
+func httpGetOnceListening(url string) (got string, err error) {
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if got, err = httpGet(url); err == nil {
+			break
+		}
+	}
+	return got, err
+}
+
 // Two pods bind the same localhost port, get distinct addresses, answer the host
 // at their pod IPs, and reach each other.
 func TestPodsHaveTheirOwnNetwork(t *testing.T) {
@@ -158,14 +169,7 @@ func TestPodsHaveTheirOwnNetwork(t *testing.T) {
 	if a.Status.PodIP == "" || a.Status.PodIP == b.Status.PodIP {
 		t.Fatalf("pod IPs %q and %q: want two distinct addresses", a.Status.PodIP, b.Status.PodIP)
 	}
-	// Ready (no readiness probe) means started, not yet listening: poll.
-	var got string
-	var err error
-	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if got, err = httpGet("http://" + a.Status.PodIP + ":8080/"); err == nil {
-			break
-		}
-	}
+	got, err := httpGetOnceListening("http://" + a.Status.PodIP + ":8080/")
 	if err != nil || got != "hello from net-a" {
 		t.Fatalf("host to pod a: %q, %v", got, err)
 	}
