@@ -46,10 +46,11 @@ type FCVError struct{ Msg string }
 func (e *FCVError) Error() string { return e.Msg }
 
 // checkFCV refuses to start on data whose featureCompatibilityVersion is
-// newer than this binary, as mongod does.
+// newer than this binary, or older than the one before it (an 8.0 binary
+// on 6.0 data), as mongod does: one release line at a time.
 func (n *Node) checkFCV() error {
 	v, _ := n.fcvDocLocked()[0].Value.(string)
-	if v == "" || !lineLess(n.cfg.MajorMinor(), v) {
+	if v == "" || !lineLess(n.cfg.MajorMinor(), v) && !lineLess(v, n.cfg.PreviousMajorMinor()) {
 		return nil
 	}
 	mm := n.cfg.MajorMinor()

@@ -45,7 +45,12 @@ func TestFeatureCompatibilityVersion(t *testing.T) {
 	// through the transitional document, in the oplog like any write
 	entries := mustRunDB(t, c, "local", bson.D{{Key: "find", Value: "oplog.rs"}, {Key: "filter", Value: bson.D{{Key: "ns", Value: "admin.system.version"}}}})
 	vals, _ := entries.Lookup("cursor", "firstBatch").Array().Values()
-	if len(vals) != 2 || vals[0].Document().Lookup("o", "targetVersion").StringValue() != "6.0" || vals[0].Document().Lookup("o", "previousVersion").StringValue() != "7.0" ||
+	// the first is the initiate's own FCV document
+	if len(vals) != 3 || vals[0].Document().Lookup("o", "version").StringValue() != "7.0" {
+		t.Fatalf("oplog of admin.system.version: %v", vals)
+	}
+	vals = vals[1:]
+	if vals[0].Document().Lookup("o", "targetVersion").StringValue() != "6.0" || vals[0].Document().Lookup("o", "previousVersion").StringValue() != "7.0" ||
 		vals[1].Document().Lookup("o", "targetVersion").Type != 0 {
 		t.Errorf("oplog of the downgrade: %v", vals)
 	}
@@ -93,4 +98,47 @@ func TestFCVAcrossVersions(t *testing.T) {
 	if !errors.As(err, &ee) || ee.ExitCode() != 62 || !strings.Contains(string(out), "UPGRADE PROBLEM: Found an invalid featureCompatibilityVersion document") {
 		t.Fatalf("7.0 on 8.0 data: %v\n%s", err, out)
 	}
+}
+
+// A set initiated by 6.0 keeps FCV 6.0 when its binary becomes 7.0, until
+// setFeatureCompatibilityVersion; an 8.0 binary refuses 6.0 data (one line
+// at a time), and a 6.0 binary refuses it once its FCV is 7.0 (exit 62).
+func TestFCVFollowsTheDataNotTheBinary(t *testing.T) {
+	t.Setenv("MONGO_VERSION", "6.0")
+	ms, p := initiated(t, 1, fastSettings)
+	m := ms[p]
+	if v := fcvOf(t, m).Lookup("version").StringValue(); v != "6.0" {
+		t.Fatalf("6.0 initiated with FCV %q", v)
+	}
+	m.kill()
+	refused := func(version string) {
+		t.Helper()
+		t.Setenv("MONGO_VERSION", version)
+		out, err := exec.Command(simBin, m.args()...).CombinedOutput()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 62 || !strings.Contains(string(out), "UPGRADE PROBLEM: Found an invalid featureCompatibilityVersion document") {
+			t.Fatalf("%s on this data: %v\n%s", version, err, out)
+		}
+	}
+	refused("8.0")
+	t.Setenv("MONGO_VERSION", "7.0")
+	m.start()
+	waitFor(t, 20*time.Second, "the 7.0 binary up", func() bool { return fcvOf(t, m) != nil })
+	c := m.client(t)
+	if v := mustRun(t, c, bson.D{{Key: "buildInfo", Value: 1}}).Lookup("version").StringValue(); v != "7.0.14" {
+		t.Errorf("buildInfo.version %q", v)
+	}
+	if v := fcvOf(t, m).Lookup("version").StringValue(); v != "6.0" {
+		t.Errorf("FCV after the binary upgrade %q, want 6.0 until it is set", v)
+	}
+	waitFor(t, 20*time.Second, "primary again", func() bool {
+		r, err := run(m.shortClient(), bson.D{{Key: "hello", Value: 1}})
+		return err == nil && r.Lookup("isWritablePrimary").Boolean()
+	})
+	mustRun(t, c, bson.D{{Key: "setFeatureCompatibilityVersion", Value: "7.0"}, {Key: "confirm", Value: true}})
+	if v := fcvOf(t, m).Lookup("version").StringValue(); v != "7.0" {
+		t.Errorf("FCV %q after setFeatureCompatibilityVersion", v)
+	}
+	m.kill()
+	refused("6.0")
 }

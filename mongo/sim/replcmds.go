@@ -137,9 +137,15 @@ func (c *conn) cmdReplSetInitiate(req *Request) (bson.D, error) {
 	n.state = StateSecondary
 	// "initiating set" entry, written as term 0 before any election.
 	e := NewOplogEntry(OpTime{TS: n.nextTSLocked(), T: 0}, "n", "", mustRaw(bson.D{{Key: "msg", Value: "initiating set"}}), nil, time.Now())
-	if err := n.store.AppendOplog([]OplogEntry{e}); err == nil {
-		n.oplog = append(n.oplog, e)
-		n.applied = e.OpTime()
+	// The set's featureCompatibilityVersion is the initiating binary's line,
+	// written to admin.system.version as mongod does: it replicates with the
+	// data, and a later binary keeps it until setFeatureCompatibilityVersion.
+	fcv := NewOplogEntry(OpTime{TS: n.nextTSLocked(), T: 0}, "i", "admin.system.version",
+		mustRaw(bson.D{{Key: "_id", Value: fcvID}, {Key: "version", Value: n.cfg.MajorMinor()}}), nil, time.Now())
+	if err := n.store.AppendOplog([]OplogEntry{e, fcv}); err == nil {
+		n.data.Apply(fcv)
+		n.oplog = append(n.oplog, e, fcv)
+		n.applied = fcv.OpTime()
 	}
 	n.bumpTopologyLocked()
 	n.mu.Unlock()
