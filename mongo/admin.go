@@ -55,6 +55,13 @@ type Admin interface {
 	// state; on a REMOVED member, whose hello and replSetGetStatus say
 	// nothing of either, it is the only way to learn how far it got.
 	Local(ctx context.Context, host string) (Local, error)
+	// ServerVersion is the member's binary version (buildInfo); it needs no
+	// authentication.
+	ServerVersion(ctx context.Context, host string) (string, error)
+	// FeatureCompatibilityVersion is the set's FCV as host holds it.
+	FeatureCompatibilityVersion(ctx context.Context, host string) (FCV, error)
+	// SetFeatureCompatibilityVersion sets the FCV on the primary.
+	SetFeatureCompatibilityVersion(ctx context.Context, host, version string) error
 	// Close releases every connection.
 	Close(ctx context.Context) error
 }

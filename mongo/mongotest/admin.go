@@ -183,6 +183,7 @@ func (r *ReplicaSet) Initiate(ctx context.Context, host string, config mongo.Con
 	id := bson.NewObjectID()
 	c.Settings.ReplicaSetID = &id
 	r.install(c)
+	r.fcv = mongo.Line(r.versionOf(n.host))
 	r.settle()
 	return nil
 }

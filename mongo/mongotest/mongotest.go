@@ -39,6 +39,10 @@ type ReplicaSet struct {
 	fail    map[[2]string]error
 	pending map[string]bool // newly added voters waiting for SECONDARY
 	closed  bool
+	// versions are the members' binary versions (DefaultVersion when not
+	// set), fcv the set's featureCompatibilityVersion (version.go).
+	versions map[string]string
+	fcv      string
 }
 
 type node struct {
