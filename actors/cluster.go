@@ -265,7 +265,7 @@ func (c *cluster) observe(ctx actor.Context) {
 		return
 	}
 	c.busy, c.again = true, false
-	deps, m, auth := c.deps, c.mgors.DeepCopy(), c.state.Auth
+	deps, m, auth := c.deps, Running(c.mgors, c.state).DeepCopy(), c.state.Auth
 	desired := mongo.Desired(m, deps.ClusterDomain)
 	async(ctx, func() any {
 		start := time.Now()
@@ -410,12 +410,22 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		c.deps.World.Event(c.mgors, true, "NodeLost", fmt.Sprintf("node %s NotReady since %s: force-deleting member pods %s", e.Node, e.Since.UTC().Format(time.RFC3339), strings.Join(e.Pods, ", ")))
 	case WorldDisagreed:
 		reason = e.World
+	case UpgradeStarted:
+		reason = fmt.Sprintf("spec.version %s → %s (featureCompatibilityVersion %s)", e.From, e.To, nonEmpty(e.FCV, "none yet"))
+		c.deps.World.Event(c.mgors, false, "UpgradeStarted", reason+": members restart one at a time, secondaries first, the primary after a step-down")
+	case VersionRefused:
+		reason = e.Reason
+		c.deps.World.Event(c.mgors, true, "VersionRefused", fmt.Sprintf("%s; the members keep %s", e.Reason, e.Running))
+	case FCVSet:
+		c.deps.World.Event(c.mgors, false, "FCVSet", fmt.Sprintf("featureCompatibilityVersion %s → %s", e.From, e.To))
+	case UpgradeFinished:
+		c.deps.World.Event(c.mgors, false, "UpgradeFinished", fmt.Sprintf("every member runs %s, featureCompatibilityVersion %s", e.Version, e.FCV))
 	}
 	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
 }
 
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
-	deps, m := c.deps, c.mgors.DeepCopy()
+	deps, m := c.deps, Running(c.mgors, c.state).DeepCopy()
 	async(ctx, func() any {
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)

@@ -120,9 +120,11 @@ func Decide(s State, in Inputs) Decision {
 	}
 	d.settleInFlight()
 	d.observe()
+	d.observeVersions()
 	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
 		return d.out
 	}
+	d.versionChange()
 	if d.approvals() || d.nodeLoss() || d.users() {
 		return d.out
 	}
@@ -186,6 +188,8 @@ func (d *decider) settleInFlight() {
 		done = o.OperatorUser != nil && *o.OperatorUser
 	case ActUpdatePassword:
 		done = d.passwordSettled(f)
+	case ActSetFCV:
+		done = d.fcvSettled()
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -446,7 +450,7 @@ func (d *decider) unhealthy() string {
 	if pods := outdated(o); len(pods) > 0 {
 		return fmt.Sprintf("%d pod(s) run an older template: rolling restart (%s)", len(pods), strings.Join(pods, ", "))
 	}
-	return ""
+	return d.upgradeUnfinished()
 }
 
 func (d *decider) healthy() {
@@ -514,7 +518,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.removeArbiters() || d.roll() {
+	if d.removeArbiters() || d.roll() || d.finishUpgrade() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

@@ -52,6 +52,9 @@ type Observation struct {
 	Statuses map[string]*mongo.Status
 	// Primary is the host of the writable primary, "" when there is none.
 	Primary string
+	// FCV is the replica set's featureCompatibilityVersion as the member
+	// holding the config reports it, "" when unknown (decide_upgrade.go).
+	FCV string
 	// AdminUser says whether the admin user exists; nil when not checked (no
 	// primary, or not initiated).
 	AdminUser *bool
@@ -130,6 +133,8 @@ type MemberView struct {
 	State mongo.MemberState
 	// Primary is true when the member says it is the writable primary.
 	Primary bool
+	// Version is the member's binary version (buildInfo), "" when unknown.
+	Version string
 	// LastWrite is the member's own last applied write (hello's lastWrite; a
 	// REMOVED member's newest oplog entry).
 	LastWrite mongo.OpTime

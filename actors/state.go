@@ -105,6 +105,18 @@ type State struct {
 	ForcedReconfigs int `json:"forcedReconfigs"`
 	// Replicas is the StatefulSet size the actor last set (from ScaledTo).
 	Replicas int32 `json:"replicas"`
+
+	// Version is the MongoDB version the members run or roll to: the first
+	// spec.version, then each one accepted (UpgradeStarted). Objects are
+	// built with it, so a refused spec.version rolls nothing.
+	Version string `json:"version,omitempty"`
+	// Upgrade is the version change under way, until UpgradeFinished.
+	Upgrade *UpgradeStarted `json:"upgrade,omitempty"`
+	// VersionRefused is the spec.version refused, until the spec changes or
+	// it is accepted (the FCV moved).
+	VersionRefused *VersionRefused `json:"versionRefused,omitempty"`
+	// Versions are the members' binaries and the FCV as last observed.
+	Versions VersionsObserved `json:"versions,omitzero"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -122,6 +134,7 @@ func Initial() State { return State{Phase: v1alpha1.PhaseProvisioning} }
 func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s.Seq, s.At = seq, at
 	s = foldTrouble(s, at, e)
+	s = foldUpgrade(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

@@ -19,16 +19,18 @@ import (
 // the status writer keeps lastTransitionTime when a condition does not change.
 func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain string) v1alpha1.MgorsStatus {
 	st := v1alpha1.MgorsStatus{
-		Phase:              s.Phase,
-		ObservedGeneration: s.Generation,
-		Primary:            podName(s.View, s.View.Primary),
-		ReplicaSetName:     m.ReplSetName(),
-		ConfigVersion:      s.View.ConfigVersion,
-		ConfigTerm:         s.View.ConfigTerm,
-		EventLog:           v1alpha1.EventLogPosition{Sequence: s.Seq, Store: store},
-		Replicas:           max(o.Replicas, 0),
-		Selector:           "app.kubernetes.io/instance=" + m.Name + ",app.kubernetes.io/component=member",
-		ConnectionString:   connectionString(m, clusterDomain),
+		Phase:                       s.Phase,
+		ObservedGeneration:          s.Generation,
+		Primary:                     podName(s.View, s.View.Primary),
+		ReplicaSetName:              m.ReplSetName(),
+		ConfigVersion:               s.View.ConfigVersion,
+		ConfigTerm:                  s.View.ConfigTerm,
+		EventLog:                    v1alpha1.EventLogPosition{Sequence: s.Seq, Store: store},
+		Replicas:                    max(o.Replicas, 0),
+		Selector:                    "app.kubernetes.io/instance=" + m.Name + ",app.kubernetes.io/component=member",
+		ConnectionString:            connectionString(m, clusterDomain),
+		Version:                     runningVersions(s.Versions),
+		FeatureCompatibilityVersion: s.Versions.FCV,
 	}
 	healthy := int32(0)
 	var primaryOptime mongo.OpTime
@@ -41,7 +43,7 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 	}
 	for _, md := range s.View.Members {
 		ms := v1alpha1.MemberStatus{Name: md.Name, Host: md.Host, State: md.State, Healthy: md.Healthy,
-			Votes: md.Votes, Priority: md.Prio, Hidden: md.Hidden}
+			Votes: md.Votes, Priority: md.Prio, Hidden: md.Hidden, Version: s.Versions.Members[md.Name]}
 		if o.Status != nil && primaryOptime.TS.T > 0 {
 			for _, x := range o.Status.Members {
 				if mongo.SameHost(x.Name, md.Host) && x.Optime.TS.T > 0 && x.State != mongo.StateArbiter {
@@ -124,6 +126,9 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 			msg += fmt.Sprintf("; the approval %s was refused: %s", r.Value, r.Reason)
 		}
 		cond(v1alpha1.ConditionStalled, true, "VolumesLost", msg)
+	case s.VersionRefused != nil:
+		r := s.VersionRefused
+		cond(v1alpha1.ConditionStalled, true, "VersionRefused", fmt.Sprintf("%s; nothing was rolled: the members keep %s (set spec.version back, or change the featureCompatibilityVersion first)", r.Reason, r.Running))
 	case len(s.Problems) > 0:
 		var msgs []string
 		for _, p := range s.Problems {

@@ -399,6 +399,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return admin.Reconfig(ctx, a.Host, *a.Config, true)
 	case ActStepDown:
 		return admin.StepDown(ctx, a.Host, 60)
+	case ActSetFCV: // m is Running: its version is the one every member runs
+		return admin.SetFeatureCompatibilityVersion(ctx, a.Host, mongo.Line(m.Spec.Version))
 	case ActCreateUser, ActCreateOperatorUser, ActUpdatePassword:
 		return w.actUsers(ctx, m, admin, a)
 	}

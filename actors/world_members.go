@@ -13,15 +13,20 @@ import (
 // newest config; "" when no member holds a config.
 func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, o *Observation) string {
 	type answer struct {
-		dm    mongo.DesiredMember
-		hello mongo.HelloReply
-		err   error
+		dm      mongo.DesiredMember
+		hello   mongo.HelloReply
+		err     error
+		version string
 	}
 	answers := make(chan answer, len(desired))
 	for _, dm := range desired {
 		go func() {
 			h, err := admin.Hello(ctx, dm.Host)
-			answers <- answer{dm, h, err}
+			var version string
+			if err == nil { // the binary that answers, not the image asked for
+				version, _ = admin.ServerVersion(ctx, dm.Host)
+			}
+			answers <- answer{dm, h, err, version}
 		}()
 	}
 	best := ""
@@ -33,6 +38,7 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 			mv.Err = a.err.Error()
 		} else {
 			mv.Answers = true
+			mv.Version = a.version
 			mv.HasConfig = a.hello.SetName != ""
 			mv.ConfigVersion = a.hello.SetVersion
 			mv.Primary = a.hello.IsWritablePrimary
@@ -62,6 +68,9 @@ func (w *KubeWorld) observeReplicaSet(ctx context.Context, admin mongo.Admin, so
 		o.Config, o.ConfigFrom = &cfg, source
 	} else {
 		o.ConfigErr = fmt.Sprintf("replSetGetConfig on %s: %v", source, err)
+	}
+	if f, err := admin.FeatureCompatibilityVersion(ctx, source); err == nil && o.Config != nil {
+		o.FCV = f.Version
 	}
 	if st, err := admin.Status(ctx, source); err == nil {
 		o.Status = st

@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -36,9 +37,13 @@ func major(line string) int {
 
 // CompareLines orders release lines: -1, 0 or 1 as a is before, the same
 // as or after b ("6.0" < "7.0" < "8.0"; "7.0" < "7.1").
-func CompareLines(a, b string) int {
-	pa, pb := strings.SplitN(a, ".", 2), strings.SplitN(b, ".", 2)
-	for i := range 2 {
+func CompareLines(a, b string) int { return CompareVersions(Line(a), Line(b)) }
+
+// CompareVersions orders versions part by part, numerically ("7.0.9" <
+// "7.0.14"); a missing part is 0.
+func CompareVersions(a, b string) int {
+	pa, pb := strings.Split(a, "."), strings.Split(b, ".")
+	for i := range max(len(pa), len(pb)) {
 		var x, y int
 		if i < len(pa) {
 			x, _ = strconv.Atoi(pa[i])
@@ -46,11 +51,8 @@ func CompareLines(a, b string) int {
 		if i < len(pb) {
 			y, _ = strconv.Atoi(pb[i])
 		}
-		switch {
-		case x < y:
-			return -1
-		case x > y:
-			return 1
+		if x != y {
+			return cmp.Compare(x, y)
 		}
 	}
 	return 0

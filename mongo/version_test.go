@@ -21,7 +21,8 @@ func TestBinaryAllowed(t *testing.T) {
 			t.Errorf("BinaryAllowed(%s, %s) = %t %q", tc.version, tc.fcv, ok, why)
 		}
 	}
-	if Line("7.0.14") != "7.0" || Line("x.0") != "" || CompareLines("6.0", "7.0") != -1 || CompareLines("7.1", "7.0") != 1 {
+	if Line("7.0.14") != "7.0" || Line("x.0") != "" || CompareLines("6.0", "7.0") != -1 || CompareLines("7.1", "7.0") != 1 ||
+		CompareVersions("7.0.9", "7.0.14") != -1 || CompareLines("7.0.9", "7.0.14") != 0 {
 		t.Error("Line or CompareLines")
 	}
 }

@@ -26,6 +26,8 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="Healthy members over desired members"
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primary`,description="The member that is PRIMARY"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`,priority=1,description="MongoDB version"
+// +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.version`,priority=1,description="The MongoDB versions the members run (buildInfo)"
+// +kubebuilder:printcolumn:name="FCV",type=string,JSONPath=`.status.featureCompatibilityVersion`,priority=1,description="The replica set's featureCompatibilityVersion"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Mgors struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -67,8 +69,14 @@ type MgorsSpec struct {
 
 	// Version is the MongoDB server version, "MAJOR.MINOR" or "MAJOR.MINOR.PATCH",
 	// with a major version from 5 to 8. It chooses the image unless spec.image is set.
+	// A change rolls the members one at a time (secondaries first, the primary
+	// after a step-down), then sets the featureCompatibilityVersion once every
+	// member runs it. One major version at a time; a version below the set's
+	// featureCompatibilityVersion is refused (condition Stalled, reason
+	// VersionRefused) and nothing is rolled.
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[5-8][.][0-9]+([.][0-9]+)?$')",message="spec.version must be a MongoDB version MAJOR.MINOR[.PATCH] with major 5 to 8, e.g. 7.0.14"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[5-8][.]') || !oldSelf.matches('^[5-8][.]') || int(self.split('.')[0]) <= int(oldSelf.split('.')[0]) + 1",message="spec.version may move up one major version at a time (6.0 to 7.0, then 8.0)"
 	// +kubebuilder:default="7.0.14"
 	// +optional
 	Version string `json:"version,omitempty"`
@@ -499,6 +507,15 @@ type MgorsStatus struct {
 	// ConnectionString is a mongodb:// URI of the replica set without credentials.
 	// +optional
 	ConnectionString string `json:"connectionString,omitempty"`
+
+	// Version is the MongoDB versions the members run, as their buildInfo
+	// reports them (several, comma-separated, during a roll).
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// FeatureCompatibilityVersion is the replica set's featureCompatibilityVersion.
+	// +optional
+	FeatureCompatibilityVersion string `json:"featureCompatibilityVersion,omitempty"`
 }
 
 // EventLogPosition is a position in a cluster's event log.
@@ -537,4 +554,7 @@ type MemberStatus struct {
 	// Hidden is whether the member is hidden.
 	// +optional
 	Hidden bool `json:"hidden,omitempty"`
+	// Version is the MongoDB version the member runs (buildInfo).
+	// +optional
+	Version string `json:"version,omitempty"`
 }
