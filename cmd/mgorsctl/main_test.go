@@ -166,6 +166,12 @@ func TestDescribeRecoveryEvents(t *testing.T) {
 		{actors.MemberStuck{Member: "db-2", Kind: "TooStale", Evidence: "RECOVERING"}, []string{"db-2 stuck (TooStale): RECOVERING"}},
 		{actors.MemberRecovered{Member: "db-2", Trouble: "Resyncing", Since: since, State: "SECONDARY"},
 			[]string{"db-2 is SECONDARY (after Resyncing since 2026-12-01T05:00:00Z)"}},
+		{actors.VersionsObserved{FCV: "6.0", Members: map[string]string{"db-1": "7.0.14", "db-0": "6.0.19"}},
+			[]string{"featureCompatibilityVersion 6.0; db-0=6.0.19 db-1=7.0.14"}},
+		{actors.UpgradeStarted{From: "6.0.19", To: "7.0.14", FCV: "6.0"}, []string{"upgrade 6.0.19 → 7.0.14 (featureCompatibilityVersion 6.0)"}},
+		{actors.VersionRefused{Version: "6.0.19", Running: "7.0.14", FCV: "7.0", Reason: "spec.version 6.0.19 is below"}, []string{"spec.version 6.0.19 is below; the members keep 7.0.14"}},
+		{actors.FCVSet{From: "6.0", To: "7.0"}, []string{"featureCompatibilityVersion 6.0 → 7.0"}},
+		{actors.UpgradeFinished{Version: "7.0.14", FCV: "7.0"}, []string{"every member runs 7.0.14"}},
 	} {
 		got := describe(c.e)
 		for _, w := range c.want {

@@ -218,7 +218,7 @@ func describeRecovery(e actors.Event) string {
 	case actors.MemberRecovered:
 		return fmt.Sprintf("%s is %s (after %s since %s)", e.Member, e.State, e.Trouble, e.Since.UTC().Format(time.RFC3339))
 	}
-	return ""
+	return describeUpgrade(e)
 }
 
 func printState(out io.Writer, s actors.State, format string) error {
@@ -231,6 +231,7 @@ func printState(out io.Writer, s actors.State, format string) error {
 	w.printf("seq\t%d\nphase\t%s\nreason\t%s\ngeneration\t%d\ninitiated\t%t (initiates by the operator: %d)\nadmin user\t%t\n",
 		s.Seq, s.Phase, s.PhaseReason, s.Generation, s.Initiated, s.Initiates, s.AdminUser)
 	w.printf("primary\t%s\nconfig\tversion %d, term %d\nreconfigs\t%d (forced %d)\n", s.View.Primary, s.View.ConfigVersion, s.View.ConfigTerm, s.Reconfigs, s.ForcedReconfigs)
+	w.printf("version\t%s (featureCompatibilityVersion %s)\n", s.Version, nonEmpty(s.Versions.FCV, "unknown"))
 	if s.InFlight != nil {
 		w.printf("in flight\t%s %s\n", s.InFlight.Action, s.InFlight.Target)
 	}
