@@ -99,7 +99,8 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     a member resyncing or stuck: decide_stuck.go); where the world
 //     contradicts the log the world wins, with an event saying so.
 //  4. Paused: nothing more; nor while an action is in flight or the last
-//     failure's back-off runs.
+//     failure's back-off runs. A new spec.version is accepted or refused
+//     against the FCV (decide_upgrade.go).
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
 //     force-deleted (decide_recovery.go); the operator's own user is created
