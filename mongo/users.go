@@ -13,9 +13,10 @@ const OperatorUser = "mgors-operator"
 // narrowest that cover every command it sends (docs/design/mongo-admin.md):
 //   - clusterManager: replSetReconfig (forced too) and replSetInitiate
 //     (replSetConfigure), replSetStepDown and replSetFreeze
-//     (replSetStateChange), replSetGetConfig, replSetGetStatus;
+//     (replSetStateChange), replSetGetConfig, replSetGetStatus,
+//     setFeatureCompatibilityVersion;
 //   - clusterMonitor: its read of local (find on local.oplog.rs, which
-//     clusterManager does not grant) for Local;
+//     clusterManager does not grant) for Local, and getParameter (the FCV);
 //   - userAdmin on admin: createUser (granting admin's roles), usersInfo,
 //     and updateUser's changePassword, in the admin database only.
 func OperatorRoles() []Role {

@@ -106,6 +106,9 @@ func TestUpgrade60To70(t *testing.T) {
 			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
 		}
 	}
+	if explain := mustKubectl(t, env, "", "explain", "mgors.spec.version"); !strings.Contains(explain, "featureCompatibilityVersion") {
+		t.Errorf("kubectl explain mgors.spec.version:\n%s", explain)
+	}
 	if wide := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgo", m.Name, "-o", "wide"); !strings.Contains(wide, "RUNNING") || !strings.Contains(wide, "7.0.14") || !strings.Contains(wide, "FCV") {
 		t.Errorf("kubectl get mgo -o wide:\n%s", wide)
 	}
