@@ -87,11 +87,12 @@ func (d *decider) versionChange() {
 		Downgrade: mongo.CompareVersions(want, d.s.Version) < 0})
 }
 
-// runs says whether a binary of version binary is the version wanted:
-// the same release, or of the line when wanted names only a line ("7.0").
-func runs(binary, wanted string) bool {
-	if mongo.Line(wanted) == wanted {
-		return mongo.Line(binary) == wanted
+// runs says whether a member's binary is the version wanted: the same
+// release, or of its line when wanted names only a line ("7.0") or when
+// spec.image chooses the image (its release is the person's business).
+func (d *decider) runs(binary, wanted string) bool {
+	if mongo.Line(wanted) == wanted || d.in.Mgors.Spec.Image != "" {
+		return mongo.Line(binary) == mongo.Line(wanted)
 	}
 	return binary == wanted
 }
@@ -105,7 +106,7 @@ func (d *decider) upgradeUnfinished() string {
 	}
 	var behind []string
 	for _, dm := range d.in.Desired {
-		if mv := d.in.Obs.Members[dm.Host]; !mv.Answers || !runs(mv.Version, u.To) {
+		if mv := d.in.Obs.Members[dm.Host]; !mv.Answers || !d.runs(mv.Version, u.To) {
 			behind = append(behind, dm.Name)
 		}
 	}
@@ -125,7 +126,7 @@ func (d *decider) finishUpgrade() bool {
 	}
 	o := d.in.Obs
 	for _, dm := range d.in.Desired {
-		if mv := o.Members[dm.Host]; !mv.Answers || !runs(mv.Version, u.To) {
+		if mv := o.Members[dm.Host]; !mv.Answers || !d.runs(mv.Version, u.To) {
 			return true // the roll is not over (or buildInfo unanswered)
 		}
 	}

@@ -1,5 +1,7 @@
 package actors
 
+import "github.com/mgors/operator/kube/api/v1alpha1"
+
 // The events and the action of a version change (decide_upgrade.go,
 // docs/design/upgrade.md).
 
@@ -71,6 +73,9 @@ func foldUpgrade(s State, e Event) State {
 	case SpecObserved:
 		if s.Version == "" {
 			s.Version = e.Version // the version the cluster was created at
+			if s.Version == "" {
+				s.Version = v1alpha1.DefaultVersion
+			}
 		}
 		if s.VersionRefused != nil && e.Version != s.VersionRefused.Version {
 			s.VersionRefused = nil // the spec moved on: judged afresh
