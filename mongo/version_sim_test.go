@@ -37,3 +37,20 @@ func TestVersionCallsOnSim(t *testing.T) {
 		})
 	}
 }
+
+// mongod 6.0 knows no confirm field (40415): the call sends it, and again
+// without it.
+func TestSetFCVOn60(t *testing.T) {
+	t.Setenv("MONGO_VERSION", "6.0.19")
+	c, _, primary := simPrimary(t)
+	ctx := context.Background()
+	if v, err := c.ServerVersion(ctx, primary); err != nil || v != "6.0.19" {
+		t.Fatalf("buildInfo %q %v", v, err)
+	}
+	if err := c.SetFeatureCompatibilityVersion(ctx, primary, "6.0"); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := c.FeatureCompatibilityVersion(ctx, primary); err != nil || f.Version != "6.0" {
+		t.Fatalf("FCV %+v %v", f, err)
+	}
+}
