@@ -34,6 +34,9 @@ func printStatus(out io.Writer, m *v1alpha1.Mgors) error {
 	w := newSheet(out)
 	w.printf("%s/%s\tphase %s\tready %s\tprimary %s\n", m.Namespace, m.Name, st.Phase, st.Ready, st.Primary)
 	w.printf("replica set %s\tconfig %d/%d\tevent log seq %d (%s)\n", st.ReplicaSetName, st.ConfigVersion, st.ConfigTerm, st.EventLog.Sequence, st.EventLog.Store)
+	if st.Version != "" {
+		w.printf("running %s\tfeatureCompatibilityVersion %s\n", st.Version, nonEmpty(st.FeatureCompatibilityVersion, "unknown"))
+	}
 	if st.ConnectionString != "" {
 		w.printf("connect\t%s\n", st.ConnectionString)
 	}
