@@ -19,22 +19,28 @@ import (
 // Kube keeps each stream in the cluster itself, as segment ConfigMaps named
 // <name>-eventlog-<uid8>-<n> beside the Mgors and owned by it, so the log goes
 // when the Mgors goes and survives the operator moving to another node. A
-// segment holds one data key per record (the zero-padded seq, the record's JSON
-// as the value) up to SegmentBytes; a snapshot ConfigMap lets older segments be
-// deleted, so the log stays bounded.
+// segment holds up to SegmentBytes of records as JSON lines, in chunks: one
+// data key per chunk (the zero-padded seq of its first record), each up to
+// ChunkBytes; a snapshot ConfigMap lets older segments be deleted, so the log
+// stays bounded.
 //
-// An append is a JSON merge patch that adds the records' keys and carries the
-// segment's resourceVersion as its precondition, and asks for the answer as
-// metadata only: the store keeps the newest segment's name, resourceVersion and
-// size, never its data, so an append costs what its records cost. A second
-// writer (a deposed leader) gets a conflict and ErrSequence, never an
-// interleaved log.
+// An append is a JSON merge patch that rewrites the open chunk only (or starts
+// the next one) and carries the segment's resourceVersion as its precondition,
+// and asks for the answer as metadata only: the store keeps the newest
+// segment's name, resourceVersion, size and open chunk, never the rest of its
+// data, so an append costs what its records and one chunk cost, not what the
+// segment holds. Chunks, not a key per record, because the API server tracks
+// managed fields per data key (docs/performance.md). A second writer (a
+// deposed leader) gets a conflict and ErrSequence, never an interleaved log.
 type Kube struct {
 	client kubernetes.Interface
 	writer segmentWriter
 	// SegmentBytes is the most record data one segment ConfigMap holds (the
 	// API server's limit is 1 MiB per object).
 	SegmentBytes int
+	// ChunkBytes is the most one data key holds, unless a single append is
+	// larger: an append re-sends at most this much besides its records.
+	ChunkBytes int
 	// CallTimeout bounds each API call.
 	CallTimeout time.Duration
 
@@ -57,6 +63,9 @@ type segmentHead struct {
 	name            string
 	resourceVersion string
 	size            int // bytes of data keys and values
+	// chunk is the open chunk's key and lines; key is "" when the next
+	// append starts a chunk.
+	chunk, lines string
 }
 
 // Labels and annotations of the log's ConfigMaps.
@@ -70,7 +79,8 @@ const (
 	// each; such segments are read, never extended.
 	legacyKey        = "log.jsonl"
 	snapshotKey      = "snapshot.json"
-	defaultSegment   = 512 << 10
+	defaultSegment   = 16 << 10
+	defaultChunk     = 4 << 10
 	defaultKubeCalls = 10 * time.Second
 )
 
@@ -83,7 +93,7 @@ func NewKube(client kubernetes.Interface) *Kube {
 	if rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
 		w = restWriter{client: rc}
 	}
-	return &Kube{client: client, writer: w, SegmentBytes: defaultSegment, CallTimeout: defaultKubeCalls, streams: map[Stream]*kubeStream{}}
+	return &Kube{client: client, writer: w, SegmentBytes: defaultSegment, ChunkBytes: defaultChunk, CallTimeout: defaultKubeCalls, streams: map[Stream]*kubeStream{}}
 }
 
 // Name is "kube".
@@ -150,12 +160,12 @@ func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 	if err := checkContinues(s, st.last, recs); err != nil {
 		return err
 	}
-	data, size, err := recordKeys(recs)
+	lines, err := encodeLines(recs)
 	if err != nil {
 		return err
 	}
 	first, last := recs[0].Seq, recs[len(recs)-1].Seq
-	err = k.appendLocked(ctx, s, st, data, size, first, last)
+	err = k.appendLocked(ctx, s, st, string(lines), first, last)
 	if err != nil {
 		st.loaded = false // reload before the next append: someone else may have written
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -167,11 +177,15 @@ func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 	return nil
 }
 
-func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, data map[string]string, size int, first, last int64) error {
+func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, lines string, first, last int64) error {
 	cctx, cancel := k.call(ctx)
 	defer cancel()
-	if h := st.head; h != nil && h.size+size <= k.SegmentBytes {
-		body, err := appendPatch(h.resourceVersion, last, data)
+	if h := st.head; h != nil && h.size+len(lines) <= k.SegmentBytes {
+		key, value, grown := chunkKey(first), lines, len(chunkKey(first))+len(lines)
+		if h.chunk != "" && len(h.lines)+len(lines) <= k.ChunkBytes {
+			key, value, grown = h.chunk, h.lines+lines, len(lines)
+		}
+		body, err := appendPatch(h.resourceVersion, last, key, value)
 		if err != nil {
 			return err
 		}
@@ -179,11 +193,13 @@ func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, data 
 		if err != nil {
 			return err
 		}
-		h.resourceVersion, h.size = rv, h.size+size
+		h.resourceVersion, h.size = rv, h.size+grown
+		h.chunk, h.lines = key, value
 		return nil
 	}
 	index := st.index + 1
-	seg := &corev1.ConfigMap{ObjectMeta: k.meta(s, segmentName(s, index)), Data: data}
+	key := chunkKey(first)
+	seg := &corev1.ConfigMap{ObjectMeta: k.meta(s, segmentName(s, index)), Data: map[string]string{key: lines}}
 	seg.Annotations = map[string]string{
 		annotationFirst: strconv.FormatInt(first, 10),
 		annotationLast:  strconv.FormatInt(last, 10),
@@ -193,7 +209,8 @@ func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, data 
 	if err != nil {
 		return err
 	}
-	st.head, st.index = &segmentHead{name: seg.Name, resourceVersion: rv, size: size}, index
+	st.head = &segmentHead{name: seg.Name, resourceVersion: rv, size: len(key) + len(lines), chunk: key, lines: lines}
+	st.index = index
 	return nil
 }
 

@@ -74,48 +74,59 @@ func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snaps
 		st.index = segmentIndex(newest)
 		if _, legacy := newest.Data[legacyKey]; !legacy {
 			st.head = &segmentHead{name: newest.Name, resourceVersion: newest.ResourceVersion, size: dataSize(newest.Data)}
+			st.head.chunk = lastChunk(newest.Data)
+			st.head.lines = newest.Data[st.head.chunk]
 		}
 	}
 	return snap, recs, nil
 }
 
 // decodeSegment returns a segment's records in seq order: the legacy JSON
-// lines first (a segment written before records had a key each), then one
-// record per key. A key that is not a record's, or a record under another
-// seq's key, is an error: nothing is skipped silently.
+// lines first (a segment written before records were kept in chunks), then
+// each chunk's lines in key order. A key that is not a chunk's, a chunk that
+// does not begin with its key's record, or a torn line is an error: nothing
+// is skipped silently.
 func decodeSegment(cm corev1.ConfigMap) ([]Record, error) {
 	var out []Record
 	keys := make([]string, 0, len(cm.Data))
-	for key, value := range cm.Data {
-		if key == legacyKey {
-			d, err := Decode(strings.NewReader(value))
-			if err != nil {
-				return nil, err
-			}
-			if d.TornTail {
-				return nil, fmt.Errorf("%s ends in a partial line", legacyKey)
-			}
-			out = append(out, d.Records...)
-			continue
+	for key := range cm.Data {
+		if key != legacyKey {
+			keys = append(keys, key)
 		}
-		keys = append(keys, key)
 	}
 	sort.Strings(keys) // zero-padded: the order of the seqs
+	if _, ok := cm.Data[legacyKey]; ok {
+		keys = append([]string{legacyKey}, keys...)
+	}
 	for _, key := range keys {
-		seq, ok := keySeq(key)
-		if !ok {
-			return nil, fmt.Errorf("key %q is not a record's", key)
+		seq, ok := chunkSeq(key)
+		if !ok && key != legacyKey {
+			return nil, fmt.Errorf("key %q is not a chunk's", key)
 		}
-		r, err := DecodeLine([]byte(cm.Data[key]))
+		d, err := Decode(strings.NewReader(cm.Data[key]))
 		if err != nil {
-			return nil, fmt.Errorf("record %s: %w", key, err)
+			return nil, fmt.Errorf("chunk %s: %w", key, err)
 		}
-		if r.Seq != seq {
-			return nil, fmt.Errorf("key %s holds record %d", key, r.Seq)
+		if d.TornTail {
+			return nil, fmt.Errorf("chunk %s ends in a partial line", key)
 		}
-		out = append(out, r)
+		if ok && (len(d.Records) == 0 || d.Records[0].Seq != seq) {
+			return nil, fmt.Errorf("chunk %s does not begin with record %d", key, seq)
+		}
+		out = append(out, d.Records...)
 	}
 	return out, nil
+}
+
+// lastChunk is the key of a segment's newest chunk, "" when it has none.
+func lastChunk(data map[string]string) string {
+	newest := ""
+	for key := range data {
+		if _, ok := chunkSeq(key); ok && key > newest {
+			newest = key
+		}
+	}
+	return newest
 }
 
 func segmentIndex(cm corev1.ConfigMap) int {

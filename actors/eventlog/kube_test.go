@@ -12,7 +12,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 )
 
-// legacySegment is a segment as stores before one key per record wrote it:
+// legacySegment is a segment as stores before chunks wrote it:
 // every record as a JSON line under log.jsonl.
 func legacySegment(k *Kube, s Stream, index int, recs ...Record) *corev1.ConfigMap {
 	cm := &corev1.ConfigMap{ObjectMeta: k.meta(s, segmentName(s, index)), Data: map[string]string{legacyKey: string(lines(recs...))}}
@@ -59,8 +59,9 @@ func TestKubeReadsLegacySegments(t *testing.T) {
 	}
 }
 
-// An append sends its records only: the patch does not grow with the segment,
-// and no segment is ever sent whole again.
+// An append sends its records and at most one chunk: the patch does not grow
+// with the segment, no segment is ever sent whole again, and the segment's
+// keys are chunks, not records.
 func TestKubeAppendSendsOnlyTheEvent(t *testing.T) {
 	ctx := context.Background()
 	s := Stream{Namespace: "db", Name: "demo", UID: "u-1"}
@@ -76,19 +77,36 @@ func TestKubeAppendSendsOnlyTheEvent(t *testing.T) {
 		return false, nil, nil
 	})
 	k := NewKube(c)
-	for seq := int64(1); seq <= 300; seq++ {
+	k.SegmentBytes = 64 << 10 // one segment, several chunks
+	for seq := int64(1); seq <= 120; seq++ {
 		if err := k.Append(ctx, s, rec(s, seq, "MembersObserved")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if len(patches) != 299 {
-		t.Fatalf("%d patches for 299 appends after the first", len(patches))
+	if len(patches) != 119 {
+		t.Fatalf("%d patches for 119 appends after the first", len(patches))
 	}
-	line, _ := EncodeLine(rec(s, 300, "MembersObserved"))
+	line, _ := EncodeLine(rec(s, 120, "MembersObserved"))
 	for i, n := range patches {
-		if n > 2*len(line)+100 {
-			t.Fatalf("append %d sent %d bytes for a %d-byte record", i+2, n, len(line))
+		if n > 2*(k.ChunkBytes+len(line))+200 { // JSON escapes each quote
+			t.Fatalf("append %d sent %d bytes for a %d-byte record (chunks hold %d)", i+2, n, len(line), k.ChunkBytes)
 		}
+	}
+	seg, err := c.CoreV1().ConfigMaps(s.Namespace).Get(ctx, segmentName(s, 1), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most := 120*len(line)/k.ChunkBytes + 2; len(seg.Data) > most {
+		t.Fatalf("120 records in %d keys, want at most %d chunks", len(seg.Data), most)
+	}
+	// A new store (a restarted operator) goes on in the open chunk.
+	k2 := NewKube(c)
+	if err := k2.Append(ctx, s, rec(s, 121, "MembersObserved")); err != nil {
+		t.Fatal(err)
+	}
+	_, recs, err := NewKube(c).Load(ctx, s)
+	if err != nil || len(recs) != 121 || CheckSequence(0, recs) != nil {
+		t.Fatalf("loaded %d records: %v", len(recs), err)
 	}
 }
 
@@ -96,9 +114,11 @@ func TestDecodeSegmentRefusesWhatIsNotARecord(t *testing.T) {
 	s := Stream{Namespace: "db", Name: "demo", UID: "u-1"}
 	line := func(seq int64) string { b, _ := EncodeLine(rec(s, seq, "A")); return string(b) }
 	for name, data := range map[string]map[string]string{
-		"foreign key":     {recordKey(1): line(1), "notes": "x"},
-		"seq off its key": {recordKey(1): line(2)},
-		"bad record":      {recordKey(1): "{"},
+		"foreign key":     {chunkKey(1): line(1), "notes": "x"},
+		"seq off its key": {chunkKey(1): line(2)},
+		"empty chunk":     {chunkKey(1): ""},
+		"bad record":      {chunkKey(1): "{"},
+		"torn chunk":      {chunkKey(1): line(1) + strings.TrimSuffix(line(2), "\n")},
 		"torn legacy":     {legacyKey: strings.TrimSuffix(line(1), "\n")[:20]},
 	} {
 		if _, err := decodeSegment(corev1.ConfigMap{Data: data}); err == nil {
@@ -106,12 +126,12 @@ func TestDecodeSegmentRefusesWhatIsNotARecord(t *testing.T) {
 		}
 	}
 	recs, err := decodeSegment(corev1.ConfigMap{Data: map[string]string{
-		recordKey(10): line(10), legacyKey: line(8) + line(9), recordKey(11): line(11),
+		chunkKey(10): line(10) + line(11), legacyKey: line(8) + line(9), chunkKey(12): line(12),
 	}})
-	if err != nil || len(recs) != 4 || CheckSequence(7, recs) != nil {
-		t.Fatalf("a segment with legacy lines and keys: %v %v", recs, err)
+	if err != nil || len(recs) != 5 || CheckSequence(7, recs) != nil {
+		t.Fatalf("a segment with legacy lines and chunks: %v %v", recs, err)
 	}
-	if _, ok := keySeq(recordKey(1 << 62)); !ok {
+	if _, ok := chunkSeq(chunkKey(1 << 62)); !ok {
 		t.Error("a large seq's key does not read back")
 	}
 }

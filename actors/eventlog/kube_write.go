@@ -91,33 +91,17 @@ func (w typedWriter) patch(ctx context.Context, namespace, name string, body []b
 	return patched.ResourceVersion, nil
 }
 
-// recordKey is a record's data key: its seq zero-padded to the width of the
-// largest int64, so the keys sort in seq order.
-func recordKey(seq int64) string { return fmt.Sprintf("%019d", seq) }
+// chunkKey is a chunk's data key: the seq of its first record, zero-padded
+// to the width of the largest int64, so the keys sort in seq order.
+func chunkKey(first int64) string { return fmt.Sprintf("%019d", first) }
 
-// keySeq reads a record key back; ok is false for any other key.
-func keySeq(key string) (int64, bool) {
+// chunkSeq reads a chunk key back; ok is false for any other key.
+func chunkSeq(key string) (int64, bool) {
 	if len(key) != 19 {
 		return 0, false
 	}
 	n, err := strconv.ParseInt(key, 10, 64)
 	return n, err == nil && n > 0
-}
-
-// recordKeys encodes records as data keys and returns the bytes they add.
-func recordKeys(recs []Record) (map[string]string, int, error) {
-	data := make(map[string]string, len(recs))
-	size := 0
-	for _, r := range recs {
-		line, err := EncodeLine(r)
-		if err != nil {
-			return nil, 0, err
-		}
-		key, value := recordKey(r.Seq), string(line[:len(line)-1])
-		data[key] = value
-		size += len(key) + len(value)
-	}
-	return data, size, nil
 }
 
 // dataSize is what a segment's data counts against SegmentBytes.
@@ -129,10 +113,10 @@ func dataSize(data map[string]string) int {
 	return n
 }
 
-// appendPatch is the merge patch of an append: the records' keys, the last-seq
-// annotation, and the resourceVersion the segment must still have (the API
-// server answers 409 Conflict when another writer moved it).
-func appendPatch(resourceVersion string, last int64, data map[string]string) ([]byte, error) {
+// appendPatch is the merge patch of an append: the chunk it writes, the
+// last-seq annotation, and the resourceVersion the segment must still have
+// (the API server answers 409 Conflict when another writer moved it).
+func appendPatch(resourceVersion string, last int64, key, value string) ([]byte, error) {
 	type meta struct {
 		ResourceVersion string            `json:"resourceVersion"`
 		Annotations     map[string]string `json:"annotations"`
@@ -140,7 +124,7 @@ func appendPatch(resourceVersion string, last int64, data map[string]string) ([]
 	body, err := json.Marshal(struct {
 		Metadata meta              `json:"metadata"`
 		Data     map[string]string `json:"data"`
-	}{meta{resourceVersion, map[string]string{annotationLast: strconv.FormatInt(last, 10)}}, data})
+	}{meta{resourceVersion, map[string]string{annotationLast: strconv.FormatInt(last, 10)}}, map[string]string{key: value}})
 	if err != nil {
 		return nil, fmt.Errorf("eventlog: encoding an append: %w", err)
 	}
