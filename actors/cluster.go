@@ -65,6 +65,8 @@ type Metrics interface {
 	Phase(cluster string, phase v1alpha1.Phase)
 	Transition(cluster string, from, to v1alpha1.Phase)
 	Observed(cluster string, d time.Duration, err error)
+	// Health is each successful observation's summary (healthOf).
+	Health(cluster string, h Health)
 	Acted(cluster string, action ActionKind, d time.Duration, err error)
 	Forget(cluster string)
 }
@@ -287,6 +289,9 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	}
 	obs := msg.obs
 	c.lastObs = &obs
+	if c.deps.Metrics != nil {
+		c.deps.Metrics.Health(c.stream.Key(), healthOf(obs))
+	}
 	in := Inputs{Mgors: c.mgors, Desired: mongo.Desired(c.mgors, c.deps.ClusterDomain), Obs: obs, Now: c.deps.now()}
 	d := Decide(c.state, in)
 	if len(d.Events) == 0 {

@@ -85,12 +85,16 @@ func (w *KubeWorld) observeReplicaSet(ctx context.Context, admin mongo.Admin, so
 	}
 	if o.Primary == "" && o.Config != nil {
 		// No primary: each survivor's own view is the evidence of a majority loss.
-		o.Statuses = map[string]*mongo.Status{}
+		var hosts []string
 		for host, mv := range o.Members {
 			if mv.Answers && mv.HasConfig {
-				if st, err := admin.Status(ctx, host); err == nil {
-					o.Statuses[host] = st
-				}
+				hosts = append(hosts, host)
+			}
+		}
+		o.Statuses = map[string]*mongo.Status{}
+		for host, st := range statusesOf(ctx, admin, hosts) {
+			if st.err == nil {
+				o.Statuses[host] = st.status
 			}
 		}
 	}
@@ -107,18 +111,21 @@ func (w *KubeWorld) observeReplicaSet(ctx context.Context, admin mongo.Admin, so
 // hello nor in replSetGetStatus; its local database does, and that says
 // whether it diverged from the survivor of a force.
 func (w *KubeWorld) observeTroubled(ctx context.Context, admin mongo.Admin, o *Observation) {
+	var hosts []string
 	for host, mv := range o.Members {
-		if !mv.Answers || mv.Arbiter || (mv.HasConfig && mv.State.Healthy()) {
-			continue
+		if mv.Answers && !mv.Arbiter && (!mv.HasConfig || !mv.State.Healthy()) {
+			hosts = append(hosts, host)
 		}
+	}
+	for host, st := range statusesOf(ctx, admin, hosts) {
+		mv := o.Members[host]
 		if mv.State == mongo.StateRemoved {
 			mv.Removed = true
 		}
-		st, err := admin.Status(ctx, host)
-		switch {
+		switch err := st.err; {
 		case err == nil:
-			mv.OwnState, mv.InitialSync = st.MyState, st.InitialSyncStatus
-			if self := st.Self(); self != nil {
+			mv.OwnState, mv.InitialSync = st.status.MyState, st.status.InitialSyncStatus
+			if self := st.status.Self(); self != nil {
 				mv.InfoMessage = self.InfoMessage
 			}
 		case errors.Is(err, mongo.ErrNotYetInitialized):
@@ -131,4 +138,32 @@ func (w *KubeWorld) observeTroubled(ctx context.Context, admin mongo.Admin, o *O
 		}
 		o.Members[host] = mv
 	}
+}
+
+// statusAnswer is one member's own replSetGetStatus, or why it failed.
+type statusAnswer struct {
+	status *mongo.Status
+	err    error
+}
+
+// statusesOf asks each host for its own replSetGetStatus at once, so a member
+// that hangs costs one call's deadline, not one per member asked after it.
+func statusesOf(ctx context.Context, admin mongo.Admin, hosts []string) map[string]statusAnswer {
+	type answer struct {
+		host string
+		statusAnswer
+	}
+	answers := make(chan answer, len(hosts))
+	for _, host := range hosts {
+		go func() {
+			st, err := admin.Status(ctx, host)
+			answers <- answer{host, statusAnswer{st, err}}
+		}()
+	}
+	out := make(map[string]statusAnswer, len(hosts))
+	for range hosts {
+		a := <-answers
+		out[a.host] = a.statusAnswer
+	}
+	return out
 }

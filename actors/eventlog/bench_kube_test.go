@@ -46,7 +46,7 @@ func BenchmarkAppendKubeAPIServer(b *testing.B) {
 	defer func() { _ = mc.Mgorses("default").Delete(context.Background(), owner.Name, metav1.DeleteOptions{}) }()
 	st := NewKube(kc)
 	s := Stream{Namespace: "default", Name: owner.Name, UID: string(owner.UID)}
-	for _, fill := range []int{0, 48 << 10, 400 << 10} {
+	for _, fill := range []int{0, 12 << 10, 400 << 10} {
 		b.Run(fmt.Sprintf("fill=%dKiB", fill>>10), func(b *testing.B) { benchAppendAt(b, st, s, fill) })
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,21 +13,34 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // Kube keeps each stream in the cluster itself, as segment ConfigMaps named
-// <name>-eventlog-<n> beside the Mgors and owned by it, so the log goes when the
-// Mgors goes and survives the operator moving to another node. Each segment
-// holds up to SegmentBytes of JSON lines; a snapshot ConfigMap lets older
-// segments be deleted, so the log stays bounded.
+// <name>-eventlog-<uid8>-<n> beside the Mgors and owned by it, so the log goes
+// when the Mgors goes and survives the operator moving to another node. A
+// segment holds up to SegmentBytes of records as JSON lines, in chunks: one
+// data key per chunk (the zero-padded seq of its first record), each up to
+// ChunkBytes; a snapshot ConfigMap lets older segments be deleted, so the log
+// stays bounded.
 //
-// Writes use the ConfigMap's resourceVersion: a second writer (a deposed leader)
-// gets a conflict and ErrSequence, never an interleaved log.
+// An append is a JSON merge patch that rewrites the open chunk only (or starts
+// the next one) and carries the segment's resourceVersion as its precondition,
+// and asks for the answer as metadata only: the store keeps the newest
+// segment's name, resourceVersion, size and open chunk, never the rest of its
+// data, so an append costs what its records and one chunk cost, not what the
+// segment holds. Chunks, not a key per record, because the API server tracks
+// managed fields per data key (docs/performance.md). A second writer (a
+// deposed leader) gets a conflict and ErrSequence, never an interleaved log.
 type Kube struct {
 	client kubernetes.Interface
-	// SegmentBytes is the most data one segment ConfigMap holds (the API
-	// server's limit is 1 MiB per object).
+	writer segmentWriter
+	// SegmentBytes is the most record data one segment ConfigMap holds (the
+	// API server's limit is 1 MiB per object).
 	SegmentBytes int
+	// ChunkBytes is the most one data key holds, unless a single append is
+	// larger: an append re-sends at most this much besides its records.
+	ChunkBytes int
 	// CallTimeout bounds each API call.
 	CallTimeout time.Duration
 
@@ -37,31 +48,52 @@ type Kube struct {
 	streams map[Stream]*kubeStream
 }
 
-// kubeStream caches what the store knows of a stream's newest segment.
+// kubeStream is what the store knows of a stream: its last seq and the newest
+// segment's head.
 type kubeStream struct {
-	mu      sync.Mutex
-	loaded  bool
-	last    int64
-	segment *corev1.ConfigMap // newest segment, nil when none exists
-	index   int               // newest segment's index, 0 when none
+	mu     sync.Mutex
+	loaded bool
+	last   int64
+	head   *segmentHead // newest segment when the store appends to it, else nil
+	index  int          // newest segment's index, 0 when none
+}
+
+// segmentHead is all an append needs of the segment it extends.
+type segmentHead struct {
+	name            string
+	resourceVersion string
+	size            int // bytes of data keys and values
+	// chunk is the open chunk's key and lines; key is "" when the next
+	// append starts a chunk.
+	chunk, lines string
 }
 
 // Labels and annotations of the log's ConfigMaps.
 const (
-	LabelEventLog    = "mgors.io/eventlog"
-	LabelUID         = "mgors.io/uid"
-	annotationFirst  = "mgors.io/first-seq"
-	annotationLast   = "mgors.io/last-seq"
-	annotationIndex  = "mgors.io/segment"
-	segmentKey       = "log.jsonl"
+	LabelEventLog   = "mgors.io/eventlog"
+	LabelUID        = "mgors.io/uid"
+	annotationFirst = "mgors.io/first-seq"
+	annotationLast  = "mgors.io/last-seq"
+	annotationIndex = "mgors.io/segment"
+	// legacyKey held a whole segment as JSON lines before records had a key
+	// each; such segments are read, never extended.
+	legacyKey        = "log.jsonl"
 	snapshotKey      = "snapshot.json"
-	defaultSegment   = 512 << 10
+	defaultSegment   = 16 << 10
+	defaultChunk     = 4 << 10
 	defaultKubeCalls = 10 * time.Second
 )
 
-// NewKube returns a store that keeps logs in ConfigMaps through client.
+// NewKube returns a store that keeps logs in ConfigMaps through client. Its
+// appends go through the clientset's REST client, answered with metadata only;
+// a clientset without one (client-go's fake) is written through its typed
+// client, whose answers carry the whole ConfigMap.
 func NewKube(client kubernetes.Interface) *Kube {
-	return &Kube{client: client, SegmentBytes: defaultSegment, CallTimeout: defaultKubeCalls, streams: map[Stream]*kubeStream{}}
+	var w segmentWriter = typedWriter{client: client}
+	if rc, ok := client.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		w = restWriter{client: rc}
+	}
+	return &Kube{client: client, writer: w, SegmentBytes: defaultSegment, ChunkBytes: defaultChunk, CallTimeout: defaultKubeCalls, streams: map[Stream]*kubeStream{}}
 }
 
 // Name is "kube".
@@ -111,7 +143,8 @@ func (k *Kube) meta(s Stream, name string) metav1.ObjectMeta {
 	}
 }
 
-// Append adds the records to the newest segment, or starts a new one when it is full.
+// Append adds the records to the newest segment, or starts a new one when it
+// is full or written in the legacy format.
 func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 	if err := s.valid(); err != nil {
 		return err
@@ -132,7 +165,7 @@ func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 		return err
 	}
 	first, last := recs[0].Seq, recs[len(recs)-1].Seq
-	err = k.appendLocked(ctx, s, st, lines, first, last)
+	err = k.appendLocked(ctx, s, st, string(lines), first, last)
 	if err != nil {
 		st.loaded = false // reload before the next append: someone else may have written
 		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
@@ -144,113 +177,41 @@ func (k *Kube) Append(ctx context.Context, s Stream, recs ...Record) error {
 	return nil
 }
 
-func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, lines []byte, first, last int64) error {
-	cms := k.client.CoreV1().ConfigMaps(s.Namespace)
-	if st.segment != nil && len(st.segment.Data[segmentKey])+len(lines) <= k.SegmentBytes {
-		seg := st.segment.DeepCopy()
-		seg.Data[segmentKey] += string(lines)
-		seg.Annotations[annotationLast] = strconv.FormatInt(last, 10)
-		cctx, cancel := k.call(ctx)
-		defer cancel()
-		updated, err := cms.Update(cctx, seg, metav1.UpdateOptions{})
+func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, lines string, first, last int64) error {
+	cctx, cancel := k.call(ctx)
+	defer cancel()
+	if h := st.head; h != nil && h.size+len(lines) <= k.SegmentBytes {
+		key, value, grown := chunkKey(first), lines, len(chunkKey(first))+len(lines)
+		if h.chunk != "" && len(h.lines)+len(lines) <= k.ChunkBytes {
+			key, value, grown = h.chunk, h.lines+lines, len(lines)
+		}
+		body, err := appendPatch(h.resourceVersion, last, key, value)
 		if err != nil {
 			return err
 		}
-		st.segment = updated
+		rv, err := k.writer.patch(cctx, s.Namespace, h.name, body)
+		if err != nil {
+			return err
+		}
+		h.resourceVersion, h.size = rv, h.size+grown
+		h.chunk, h.lines = key, value
 		return nil
 	}
-	seg := &corev1.ConfigMap{ObjectMeta: k.meta(s, segmentName(s, st.index+1)), Data: map[string]string{segmentKey: string(lines)}}
+	index := st.index + 1
+	key := chunkKey(first)
+	seg := &corev1.ConfigMap{ObjectMeta: k.meta(s, segmentName(s, index)), Data: map[string]string{key: lines}}
 	seg.Annotations = map[string]string{
 		annotationFirst: strconv.FormatInt(first, 10),
 		annotationLast:  strconv.FormatInt(last, 10),
-		annotationIndex: strconv.Itoa(st.index + 1),
+		annotationIndex: strconv.Itoa(index),
 	}
-	cctx, cancel := k.call(ctx)
-	defer cancel()
-	created, err := cms.Create(cctx, seg, metav1.CreateOptions{})
+	rv, err := k.writer.create(cctx, seg)
 	if err != nil {
 		return err
 	}
-	st.segment, st.index = created, st.index+1
+	st.head = &segmentHead{name: seg.Name, resourceVersion: rv, size: len(key) + len(lines), chunk: key, lines: lines}
+	st.index = index
 	return nil
-}
-
-// Load lists the stream's segments and snapshot and decodes them in order.
-func (k *Kube) Load(ctx context.Context, s Stream) (*Snapshot, []Record, error) {
-	if err := s.valid(); err != nil {
-		return nil, nil, err
-	}
-	st := k.state(s)
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return k.loadLocked(ctx, s, st)
-}
-
-func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snapshot, []Record, error) {
-	cctx, cancel := k.call(ctx)
-	defer cancel()
-	list, err := k.client.CoreV1().ConfigMaps(s.Namespace).List(cctx, metav1.ListOptions{
-		LabelSelector: LabelUID + "=" + s.UID,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("eventlog: listing the log of %s: %w", s, err)
-	}
-	var snap *Snapshot
-	var segments []corev1.ConfigMap
-	for _, cm := range list.Items {
-		switch {
-		case cm.Name == snapshotName(s):
-			snap = &Snapshot{}
-			if err := json.Unmarshal([]byte(cm.Data[snapshotKey]), snap); err != nil {
-				return nil, nil, fmt.Errorf("eventlog: %s: snapshot %s: %w", s, cm.Name, err)
-			}
-		case strings.HasPrefix(cm.Name, s.Name+"-eventlog-"+uidPrefix(s)+"-"):
-			segments = append(segments, cm)
-		}
-	}
-	sort.Slice(segments, func(i, j int) bool { return segmentIndex(segments[i]) < segmentIndex(segments[j]) })
-	var all []Record
-	for _, seg := range segments {
-		d, err := Decode(strings.NewReader(seg.Data[segmentKey]))
-		if err != nil {
-			return nil, nil, fmt.Errorf("eventlog: %s: segment %s: %w", s, seg.Name, err)
-		}
-		if d.TornTail {
-			return nil, nil, fmt.Errorf("eventlog: %s: segment %s ends in a partial line", s, seg.Name)
-		}
-		all = append(all, d.Records...)
-	}
-	base := int64(0)
-	if snap != nil {
-		base = snap.Seq
-	}
-	recs := after(all, base)
-	if err := CheckSequence(base, recs); err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", s, err)
-	}
-	st.loaded, st.last, st.segment, st.index = true, base, nil, 0
-	if n := len(recs); n > 0 {
-		st.last = recs[n-1].Seq
-	}
-	if n := len(segments); n > 0 {
-		newest := segments[n-1].DeepCopy()
-		if newest.Annotations == nil {
-			newest.Annotations = map[string]string{}
-		}
-		if newest.Data == nil {
-			newest.Data = map[string]string{}
-		}
-		st.segment, st.index = newest, segmentIndex(*newest)
-	}
-	return snap, recs, nil
-}
-
-func segmentIndex(cm corev1.ConfigMap) int {
-	n, err := strconv.Atoi(cm.Annotations[annotationIndex])
-	if err != nil {
-		return 0
-	}
-	return n
 }
 
 // SaveSnapshot writes the snapshot ConfigMap, then deletes the segments it
@@ -335,7 +296,7 @@ func (k *Kube) Delete(ctx context.Context, s Stream) error {
 	if err != nil {
 		return fmt.Errorf("eventlog: listing the log of %s: %w", s, err)
 	}
-	st.loaded, st.last, st.segment, st.index = false, 0, nil, 0
+	st.loaded, st.last, st.head, st.index = false, 0, nil, 0
 	for _, cm := range list.Items {
 		dctx, dcancel := k.call(ctx)
 		err := cms.Delete(dctx, cm.Name, metav1.DeleteOptions{})

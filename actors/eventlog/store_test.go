@@ -166,7 +166,9 @@ func TestStoreSecondWriterRefused(t *testing.T) {
 }
 
 // apiServerLike is a fake clientset that, like the API server, gives objects a
-// resourceVersion and refuses an update carrying a stale one.
+// resourceVersion and refuses an update or a patch carrying a stale one. (That
+// the real API server does so, and answers metadata only, TestKubeAPIServer
+// proves.)
 func apiServerLike() *fake.Clientset {
 	c := fake.NewClientset()
 	var rv int64
@@ -187,6 +189,33 @@ func apiServerLike() *fake.Clientset {
 			}
 			rv++
 			obj.SetResourceVersion(strconv.FormatInt(rv, 10))
+		case "patch":
+			// The tracker applies a patch but neither checks the
+			// resourceVersion it carries nor moves it.
+			pa := a.(k8stesting.PatchAction)
+			var p struct {
+				Metadata metav1.ObjectMeta `json:"metadata"`
+			}
+			if err := json.Unmarshal(pa.GetPatch(), &p); err != nil {
+				return true, nil, apierrors.NewBadRequest(err.Error())
+			}
+			stored, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), pa.GetName())
+			if err != nil {
+				return true, nil, err
+			}
+			if want := p.Metadata.ResourceVersion; want != "" && want != stored.(metav1.Object).GetResourceVersion() {
+				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), pa.GetName(), errors.New("stale resourceVersion"))
+			}
+			_, obj, err := k8stesting.ObjectReaction(c.Tracker())(a)
+			if err != nil {
+				return true, nil, err
+			}
+			rv++
+			obj.(metav1.Object).SetResourceVersion(strconv.FormatInt(rv, 10))
+			if err := c.Tracker().Update(a.GetResource(), obj, a.GetNamespace()); err != nil {
+				return true, nil, err
+			}
+			return true, obj, nil
 		}
 		return false, nil, nil
 	})

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"net/url"
+	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -28,6 +30,18 @@ type metrics struct {
 	apiResults  *prometheus.CounterVec
 	mongoCalls  *prometheus.HistogramVec
 	mongoErrors *prometheus.CounterVec
+
+	memberState *prometheus.GaugeVec
+	lag         *prometheus.GaugeVec
+	primary     *prometheus.GaugeVec
+	voters      *prometheus.GaugeVec
+	answering   *prometheus.GaugeVec
+	needed      *prometheus.GaugeVec
+	elections   *prometheus.CounterVec
+
+	mu      sync.Mutex
+	members map[string][]string // by cluster, the members last reported
+	terms   map[string]int64    // by cluster, the last term seen
 }
 
 var phases = []v1alpha1.Phase{v1alpha1.PhaseProvisioning, v1alpha1.PhaseInitiating, v1alpha1.PhaseHealthy, v1alpha1.PhaseRecovering}
@@ -55,7 +69,23 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		mongoErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_mongo_call_errors_total",
 			Help: "MongoDB admin calls that failed, by command."}, []string{"command"}),
 	}
-	reg.MustRegister(m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox, m.apiLatency, m.apiResults, m.mongoCalls, m.mongoErrors)
+	m.memberState = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_member_state",
+		Help: "1 for the replica-set state each member is in (mongod's stateStr, as the primary reports it), 0 for the others."}, []string{"cluster", "member", "state"})
+	m.lag = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_member_replication_lag_seconds",
+		Help: "How many seconds of writes a data member's last applied write trails the primary's; absent without a primary."}, []string{"cluster", "member"})
+	m.primary = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_cluster_primary",
+		Help: "1 when a writable primary answered the last observation, else 0."}, []string{"cluster"})
+	m.voters = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_cluster_voting_members",
+		Help: "Voting members in the replica-set config."}, []string{"cluster"})
+	m.answering = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_cluster_voting_members_answering",
+		Help: "Voting members that answered the last observation."}, []string{"cluster"})
+	m.needed = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_cluster_votes_needed",
+		Help: "Votes an election needs (a majority of the voting members)."}, []string{"cluster"})
+	m.elections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_elections_total",
+		Help: "Elections seen: increases of the replica-set term between observations."}, []string{"cluster"})
+	m.members, m.terms = map[string][]string{}, map[string]int64{}
+	reg.MustRegister(m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox, m.apiLatency, m.apiResults, m.mongoCalls, m.mongoErrors,
+		m.memberState, m.lag, m.primary, m.voters, m.answering, m.needed, m.elections)
 	k8smetrics.Register(k8smetrics.RegisterOpts{RequestLatency: apiLatency{m}, RequestResult: apiResult{m}})
 	return m
 }
@@ -88,6 +118,55 @@ func (m *metrics) Observed(cluster string, d time.Duration, err error) {
 	m.observe.WithLabelValues(cluster, result(err)).Observe(d.Seconds())
 }
 
+// memberStates are the states mgors_member_state has a series for.
+var memberStates = []mongo.MemberState{mongo.StateStartup, mongo.StatePrimary, mongo.StateSecondary, mongo.StateRecovering,
+	mongo.StateStartup2, mongo.StateUnknown, mongo.StateArbiter, mongo.StateDown, mongo.StateRollback, mongo.StateRemoved}
+
+// Health implements actors.Metrics: the members' states and lag, the votes,
+// and elections as term increases (the first term seen is not one).
+func (m *metrics) Health(cluster string, h actors.Health) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	now := make([]string, 0, len(h.Members))
+	for _, mh := range h.Members {
+		now = append(now, mh.Name)
+		for _, s := range memberStates {
+			v := 0.0
+			if s.String() == mh.State {
+				v = 1
+			}
+			m.memberState.WithLabelValues(cluster, mh.Name, s.String()).Set(v)
+		}
+		if mh.HasLag {
+			m.lag.WithLabelValues(cluster, mh.Name).Set(mh.Lag)
+		} else {
+			m.lag.DeleteLabelValues(cluster, mh.Name)
+		}
+	}
+	for _, gone := range m.members[cluster] {
+		if !slices.Contains(now, gone) {
+			m.memberState.DeletePartialMatch(prometheus.Labels{"cluster": cluster, "member": gone})
+			m.lag.DeleteLabelValues(cluster, gone)
+		}
+	}
+	m.members[cluster] = now
+	primary := 0.0
+	if h.Primary {
+		primary = 1
+	}
+	m.primary.WithLabelValues(cluster).Set(primary)
+	m.voters.WithLabelValues(cluster).Set(float64(h.Voters))
+	m.answering.WithLabelValues(cluster).Set(float64(h.VotersAnswering))
+	m.needed.WithLabelValues(cluster).Set(float64(h.Majority))
+	m.elections.WithLabelValues(cluster).Add(0) // the series exists from the first observation
+	if h.Term > 0 {                             // 0: no status was read
+		if last, ok := m.terms[cluster]; ok && h.Term > last {
+			m.elections.WithLabelValues(cluster).Add(float64(h.Term - last))
+		}
+		m.terms[cluster] = max(m.terms[cluster], h.Term)
+	}
+}
+
 // Acted implements actors.Metrics.
 func (m *metrics) Acted(cluster string, a actors.ActionKind, d time.Duration, err error) {
 	m.act.WithLabelValues(cluster, string(a), result(err)).Observe(d.Seconds())
@@ -100,9 +179,14 @@ func (m *metrics) Acted(cluster string, a actors.ActionKind, d time.Duration, er
 func (m *metrics) Forget(cluster string) {
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
-	}{m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox} {
+	}{m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox,
+		m.memberState, m.lag, m.primary, m.voters, m.answering, m.needed, m.elections} {
 		v.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
 	}
+	m.mu.Lock()
+	delete(m.members, cluster)
+	delete(m.terms, cluster)
+	m.mu.Unlock()
 }
 
 // mailboxStats counts a cluster actor's queued messages.

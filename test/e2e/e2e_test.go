@@ -262,6 +262,7 @@ func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
 			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
 		}
 	}
+	checkHealthMetrics(t, env, env.Namespace+"/"+m.Name)
 
 	// A spec change that needs new pods rolls them one at a time: never more
 	// than one member away, and the set is Healthy again at the new generation.
@@ -374,5 +375,58 @@ func waitGone(t *testing.T, env *harness.Env, kind, selector string) {
 	if err != nil {
 		out, _ := kubectl(t, env, "", "-n", env.Namespace, "get", kind, "-l", selector)
 		t.Fatalf("%s %s still there: %v\n%s", kind, selector, err, out)
+	}
+}
+
+// checkHealthMetrics scrapes the operator pods' /metrics through the API
+// server's proxy until the leader reports the Healthy three-member set: a
+// primary, three voters answering, one PRIMARY and two SECONDARY members. The
+// manifests of deploy/monitoring that alert on these series must build.
+func checkHealthMetrics(t *testing.T, env *harness.Env, cluster string) {
+	t.Helper()
+	if out, err := kubectl(t, env, "", "kustomize", filepath.Join(repo(t), "deploy", "monitoring")); err != nil {
+		t.Errorf("kubectl kustomize deploy/monitoring: %v\n%s", err, out)
+	}
+	want := []string{
+		`mgors_cluster_primary{cluster="` + cluster + `"} 1`,
+		`mgors_cluster_voting_members{cluster="` + cluster + `"} 3`,
+		`mgors_cluster_voting_members_answering{cluster="` + cluster + `"} 3`,
+		`mgors_cluster_votes_needed{cluster="` + cluster + `"} 2`,
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods("mgors-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=mgors-operator"})
+		if err != nil {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			out, err := kubectl(t, env, "", "get", "--raw", "/api/v1/namespaces/mgors-system/pods/"+p.Name+":8080/proxy/metrics")
+			if err != nil || !strings.Contains(out, `cluster="`+cluster+`"`) {
+				continue
+			}
+			last = out
+			primaries, secondaries := 0, 0
+			for _, l := range strings.Split(out, "\n") {
+				if strings.HasPrefix(l, `mgors_member_state{cluster="`+cluster+`"`) {
+					primaries += strings.Count(l, `,state="PRIMARY"} 1`)
+					secondaries += strings.Count(l, `,state="SECONDARY"} 1`)
+				}
+			}
+			ok := primaries == 1 && secondaries == 2
+			for _, w := range want {
+				ok = ok && strings.Contains(out, w)
+			}
+			return ok, nil
+		}
+		return false, nil
+	})
+	if err != nil {
+		var lines []string
+		for _, l := range strings.Split(last, "\n") {
+			if strings.HasPrefix(l, "mgors_cluster_") || strings.HasPrefix(l, "mgors_member_") {
+				lines = append(lines, l)
+			}
+		}
+		t.Errorf("the operator's metrics never showed the Healthy set (%v); its cluster series:\n%s", err, strings.Join(lines, "\n"))
 	}
 }
