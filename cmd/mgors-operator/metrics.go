@@ -260,3 +260,20 @@ func (t timedAdmin) UserExists(ctx context.Context, host, user string) (bool, er
 	ok, err := t.Admin.UserExists(ctx, host, user)
 	return ok, t.time("usersInfo", start, err)
 }
+
+func (t timedAdmin) ServerVersion(ctx context.Context, host string) (string, error) {
+	start := time.Now()
+	v, err := t.Admin.ServerVersion(ctx, host)
+	return v, t.time("buildInfo", start, err)
+}
+
+func (t timedAdmin) FeatureCompatibilityVersion(ctx context.Context, host string) (mongo.FCV, error) {
+	start := time.Now()
+	f, err := t.Admin.FeatureCompatibilityVersion(ctx, host)
+	return f, t.time("getParameter:featureCompatibilityVersion", start, err)
+}
+
+func (t timedAdmin) SetFeatureCompatibilityVersion(ctx context.Context, host, version string) error {
+	start := time.Now()
+	return t.time("setFeatureCompatibilityVersion", start, t.Admin.SetFeatureCompatibilityVersion(ctx, host, version))
+}
