@@ -58,6 +58,13 @@ type Deps struct {
 	// Mailbox, when set, gives each Cluster actor's mailbox a statistics hook
 	// (the mailbox-depth metric).
 	Mailbox func(cluster string) actor.MailboxMiddleware
+	// Lease, when set, says whether this replica may still write: it is asked
+	// right before every append, action and status write, and an error stops
+	// the actor for good (Fenced). Nil: always.
+	Lease func() error
+	// Fenced, when set, is told by the Manager that a cluster's actor stopped
+	// for good (see Fenced); it must not block.
+	Fenced func(Fenced)
 }
 
 // Metrics is what the actors report; cmd wires it to Prometheus.
@@ -103,11 +110,14 @@ type (
 		events []Event
 		action *Action
 		err    error
+		// fencedBy names the other writer (or the lost Lease) that stops the actor.
+		fencedBy string
 	}
 	acted struct {
-		action Action
-		err    error
-		dur    time.Duration
+		action   Action
+		err      error
+		dur      time.Duration
+		fencedBy string
 	}
 )
 
@@ -178,6 +188,7 @@ func (c *cluster) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		if c.stopTimer != nil {
 			c.stopTimer()
+			c.stopTimer = nil
 		}
 	case *actor.Stopped:
 		if c.deps.Metrics != nil {
@@ -309,20 +320,31 @@ func (c *cluster) persist(ctx actor.Context, events []Event, action *Action, cau
 		}
 		recs = append(recs, r)
 	}
-	deps, stream := c.deps, c.stream
+	deps, stream, seq := c.deps, c.stream, c.state.Seq
 	async(ctx, func() any {
+		if err := deps.mayWrite(); err != nil {
+			return persisted{err: err, fencedBy: err.Error()}
+		}
 		pctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		err := deps.Store.Append(pctx, stream, recs...)
-		return persisted{recs: recs, events: events, action: action, err: err}
+		p := persisted{recs: recs, events: events, action: action, err: err}
+		if errors.Is(err, eventlog.ErrSequence) {
+			p.fencedBy = deps.otherWriter(stream, seq)
+		}
+		return p
 	}, func(err error) any { return persisted{err: err} })
 }
 
 func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
+	if msg.fencedBy != "" {
+		c.fence(ctx, msg.fencedBy)
+		return
+	}
 	if msg.err != nil {
 		if errors.Is(msg.err, eventlog.ErrSequence) {
-			// Someone else wrote this log (a second operator): our state is
-			// stale. Restart, which reloads it.
+			// Only this writer's own records are past our view (an append
+			// that failed yet was committed): restart, which reloads them.
 			panic(fmt.Errorf("event log of %s changed under this actor: %w", c.stream, msg.err))
 		}
 		c.log.Warn().Err(msg.err).Msg("persisting events failed; nothing was carried out, retrying on the next tick")
@@ -417,6 +439,9 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
 	deps, m := c.deps, c.mgors.DeepCopy()
 	async(ctx, func() any {
+		if err := deps.mayWrite(); err != nil {
+			return acted{action: a, err: err, fencedBy: err.Error()}
+		}
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)
 		defer cancel()
@@ -426,6 +451,10 @@ func (c *cluster) carryOut(ctx actor.Context, a Action) {
 }
 
 func (c *cluster) onActed(ctx actor.Context, msg acted) {
+	if msg.fencedBy != "" {
+		c.fence(ctx, msg.fencedBy) // not carried out: the next owner settles its ActionStarted
+		return
+	}
 	if c.deps.Metrics != nil {
 		c.deps.Metrics.Acted(c.stream.Key(), msg.action.Kind, msg.dur, msg.err)
 	}
@@ -466,6 +495,9 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 	deps, m, log := c.deps, c.mgors.DeepCopy(), c.log
 	go func() {
 		defer recoverIn(log, "writing status")
+		if deps.mayWrite() != nil {
+			return // the fence stops the actor at its next append or action
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		if err := deps.World.WriteStatus(sctx, m, st); err != nil {

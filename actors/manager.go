@@ -32,6 +32,10 @@ type manager struct {
 	// unspawned are the Mgors whose actor failed to spawn, by namespace/name:
 	// the newest object seen and the failures so far, for the retry.
 	unspawned map[string]unspawned
+	// fenced are the incarnations (uid by namespace/name) whose actor stopped
+	// for good (Fenced): never respawned here until the Mgors leaves this
+	// Manager (ClusterDeleted, also sent when it moves to another replica).
+	fenced map[string]string
 }
 
 type unspawned struct {
@@ -55,7 +59,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -75,10 +79,21 @@ func (m *manager) Receive(ctx actor.Context) {
 	case ClusterDeleted:
 		key := msg.Namespace + "/" + msg.Name
 		delete(m.unspawned, key)
+		delete(m.fenced, key)
 		if c, ok := m.children[key]; ok && (msg.UID == "" || msg.UID == c.uid) {
 			ctx.Poison(c.pid)
 			delete(m.children, key)
 			m.deps.Log.Info().Str("cluster", key).Str("uid", c.uid).Msg("Mgors deleted: its actor stops")
+		}
+	case Fenced:
+		key := msg.Namespace + "/" + msg.Name
+		if c, ok := m.children[key]; ok && c.uid == msg.UID {
+			delete(m.children, key)
+		}
+		m.fenced[key] = msg.UID
+		m.deps.Log.Warn().Str("cluster", key).Str("uid", msg.UID).Str("writer", msg.By).Msg("cluster actor fenced: not respawned while this Mgors stays here")
+		if m.deps.Fenced != nil {
+			m.deps.Fenced(msg)
 		}
 	case OwnedChanged:
 		if c, ok := m.children[msg.Namespace+"/"+msg.Cluster]; ok {
@@ -104,6 +119,12 @@ func (m *manager) Receive(ctx actor.Context) {
 // still held by a stopping predecessor) is retried with back-off.
 func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 	key := o.Namespace + "/" + o.Name
+	if uid, ok := m.fenced[key]; ok {
+		if uid == string(o.UID) {
+			return
+		}
+		delete(m.fenced, key) // a new incarnation: a new log, no fence
+	}
 	c, ok := m.children[key]
 	if ok && c.uid != string(o.UID) {
 		ctx.Poison(c.pid) // the old incarnation is gone; this is a new cluster
@@ -130,8 +151,9 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 // supervision restarts a failed Cluster actor after an exponential back-off
 // (initial, doubling, capped, with jitter; the count resets after a quiet
 // window). A restart rebuilds the actor from its event log and observes before
-// acting. Nothing stops a Cluster actor for good: every failure it knows
-// (a log that cannot be loaded, a conflicting writer, a panic) may pass.
+// acting. Every failure it knows (a log that cannot be loaded, a panic) may
+// pass; only a fence (another writer in its log, or a lost Lease) stops a
+// Cluster actor for good, and that is the actor's own stop, not a failure.
 type supervision struct {
 	log     zerolog.Logger
 	initial time.Duration
