@@ -65,6 +65,9 @@ type Deps struct {
 	// Fenced, when set, is told by the Manager that a cluster's actor stopped
 	// for good (see Fenced); it must not block.
 	Fenced func(Fenced)
+	// Released, when set, is told by the Manager that a drained cluster's
+	// actor stopped (ClusterDrain); it must not block.
+	Released func(namespace, name, uid string)
 }
 
 // Metrics is what the actors report; cmd wires it to Prometheus.
@@ -95,7 +98,9 @@ type (
 type (
 	tick struct{}
 	// soon is the quick re-observation of a cluster that is not Healthy.
-	soon      struct{}
+	soon struct{}
+	// drain asks the actor to stop once the step under way ends.
+	drain     struct{}
 	recovered struct {
 		state State
 		err   error
@@ -140,6 +145,7 @@ type cluster struct {
 	stopTimer func()
 	soonTimer bool // a quick re-observation is scheduled
 	quiet     int  // observations in a row that wrote nothing
+	draining  bool // stop when the step under way ends (ClusterDrain)
 }
 
 // latestSpec is the newest Mgors an actor was sent, kept outside the actor so
@@ -203,6 +209,9 @@ func (c *cluster) Receive(ctx actor.Context) {
 			c.latest.set(c.mgors)
 			c.observe(ctx)
 		}
+	case drain:
+		c.draining = true
+		c.observe(ctx) // stops now when no step is under way
 	case Poke, tick:
 		c.observe(ctx)
 	case soon:
@@ -271,6 +280,10 @@ func (c *cluster) onRecovered(ctx actor.Context, msg recovered) {
 
 // observe starts an observation unless a step is under way (then it runs next).
 func (c *cluster) observe(ctx actor.Context) {
+	if c.draining && !c.busy {
+		ctx.Stop(ctx.Self()) // nothing under way: the Manager acknowledges the drain
+		return
+	}
 	if !c.ready || c.busy {
 		c.again = true
 		return
@@ -472,6 +485,10 @@ func (c *cluster) onActed(ctx actor.Context, msg acted) {
 // or schedules a quick one (see lookAgain).
 func (c *cluster) idle(ctx actor.Context, wrote bool) {
 	c.busy = false
+	if c.draining {
+		c.observe(ctx) // stops
+		return
+	}
 	if wrote {
 		c.quiet = 0
 	} else {

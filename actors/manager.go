@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,10 @@ type (
 	OwnedChanged struct{ Namespace, Cluster, What string }
 	// Clusters asks the Manager for the clusters it runs (for health and tests).
 	Clusters struct{}
+	// ClusterDrain: this replica is asked to give a Mgors back (the drain
+	// handshake, docs/design/sharding.md): its actor finishes the step under
+	// way and stops, then Deps.Released acknowledges.
+	ClusterDrain struct{ Namespace, Name, UID string }
 )
 
 // manager spawns, feeds and stops one Cluster actor per Mgors incarnation.
@@ -36,6 +41,9 @@ type manager struct {
 	// for good (Fenced): never respawned here until the Mgors leaves this
 	// Manager (ClusterDeleted, also sent when it moves to another replica).
 	fenced map[string]string
+	// draining are the incarnations (uid by namespace/name) being given back:
+	// not respawned until the Mgors leaves this Manager (ClusterDeleted).
+	draining map[string]string
 }
 
 type unspawned struct {
@@ -59,7 +67,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -80,6 +88,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		key := msg.Namespace + "/" + msg.Name
 		delete(m.unspawned, key)
 		delete(m.fenced, key)
+		delete(m.draining, key)
 		if c, ok := m.children[key]; ok && (msg.UID == "" || msg.UID == c.uid) {
 			ctx.Poison(c.pid)
 			delete(m.children, key)
@@ -105,10 +114,15 @@ func (m *manager) Receive(ctx actor.Context) {
 			out[k] = c.uid
 		}
 		ctx.Respond(out)
+	case ClusterDrain:
+		m.drain(ctx, msg)
 	case *actor.Terminated:
 		for k, c := range m.children {
 			if c.pid.Equal(msg.Who) {
 				delete(m.children, k)
+				if m.draining[k] == c.uid {
+					m.released(k, c.uid)
+				}
 			}
 		}
 	}
@@ -119,6 +133,9 @@ func (m *manager) Receive(ctx actor.Context) {
 // still held by a stopping predecessor) is retried with back-off.
 func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 	key := o.Namespace + "/" + o.Name
+	if m.draining[key] == string(o.UID) {
+		return // being given back: another replica runs it next
+	}
 	if uid, ok := m.fenced[key]; ok {
 		if uid == string(o.UID) {
 			return
@@ -146,6 +163,29 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 		m.children[key] = c
 	}
 	ctx.Send(c.pid, Update{Mgors: o})
+}
+
+// drain stops the cluster's actor after its current step; Terminated then
+// acknowledges. Without an actor (never spawned, fenced, or already stopped:
+// a repeated request) it acknowledges at once.
+func (m *manager) drain(ctx actor.Context, msg ClusterDrain) {
+	key := msg.Namespace + "/" + msg.Name
+	delete(m.unspawned, key)
+	m.draining[key] = msg.UID
+	if c, ok := m.children[key]; ok && c.uid == msg.UID {
+		ctx.Send(c.pid, drain{})
+		return
+	}
+	m.released(key, msg.UID)
+}
+
+// released tells Deps.Released that the actor of key's incarnation uid stopped.
+func (m *manager) released(key, uid string) {
+	m.deps.Log.Info().Str("cluster", key).Str("uid", uid).Msg("cluster actor stopped for a move: giving the Mgors back")
+	if m.deps.Released != nil {
+		ns, name, _ := strings.Cut(key, "/")
+		m.deps.Released(ns, name, uid)
+	}
 }
 
 // supervision restarts a failed Cluster actor after an exponential back-off

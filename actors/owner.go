@@ -9,7 +9,14 @@ import (
 	"github.com/mgors/operator/actors/eventlog"
 )
 
-// The event log is the fence between owners (docs/design/sharding.md). An
+// One owner at a time (docs/design/sharding.md). A Mgors leaves a live
+// replica only through the drain handshake: ClusterDrain lets its actor
+// finish the step under way and stop, then the Manager tells Deps.Released,
+// which gives the Mgors back (manager.go). What the handshake cannot cover (a
+// replica paused past its Lease, whose Mgors were moved without it) the
+// Lease check and the event log fence here.
+//
+// The event log is the fence between owners. An
 // append that does not continue the log (ErrSequence) means the actor's view
 // is stale. When the records past its view are its own (an append that timed
 // out but was committed), a restart reloads them and carries on, as before.

@@ -16,12 +16,13 @@ import (
 // fenceRig runs a Manager over one cluster until it is Healthy and collects
 // what the Manager reports as fenced.
 type fenceRig struct {
-	store  *eventlog.Memory
-	world  *fakeWorld
-	sys    *actor.ActorSystem
-	mgr    *actor.PID
-	mu     sync.Mutex
-	fenced []Fenced
+	store    *eventlog.Memory
+	world    *fakeWorld
+	sys      *actor.ActorSystem
+	mgr      *actor.PID
+	mu       sync.Mutex
+	fenced   []Fenced
+	released []string
 }
 
 func newFenceRig(t *testing.T, lease func() error) *fenceRig {
@@ -33,6 +34,11 @@ func newFenceRig(t *testing.T, lease func() error) *fenceRig {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.fenced = append(r.fenced, f)
+	}
+	deps.Released = func(ns, name, uid string) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.released = append(r.released, ns+"/"+name+"@"+uid)
 	}
 	mgr, err := r.sys.Root.SpawnNamed(NewManagerProps(deps), "manager")
 	if err != nil {
@@ -136,4 +142,39 @@ func TestLostLeaseStopsTheActorBeforeItWrites(t *testing.T) {
 	if got := r.clusters(t); len(got) != 0 {
 		t.Fatalf("the Manager still runs %v", got)
 	}
+}
+
+func (r *fenceRig) releasedNow() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.released...)
+}
+
+// TestDrainStopsTheActorThenReleases: the drain handshake's owner side. The
+// actor stops, only then is the Mgors given back (Released), it is not
+// respawned while it still shows here, and a repeated drain acknowledges
+// again; once it left (and came back) it runs again.
+func TestDrainStopsTheActorThenReleases(t *testing.T) {
+	r := newFenceRig(t, nil)
+	r.sys.Root.Send(r.mgr, ClusterDrain{Namespace: "db", Name: "demo", UID: "u-1"})
+	waitFor(t, "the release", func() bool { return len(r.releasedNow()) == 1 })
+	if got := r.releasedNow()[0]; got != "db/demo@u-1" {
+		t.Fatalf("released %q", got)
+	}
+	if got := r.clusters(t); len(got) != 0 {
+		t.Fatalf("released while the Manager still runs %v", got)
+	}
+	n := len(r.records(t))
+	r.pokeWithNewSpec() // the watch may still show it here before the labels go
+	if got := r.clusters(t); len(got) != 0 {
+		t.Fatalf("respawned while given back: %v", got)
+	}
+	if got := len(r.records(t)); got != n {
+		t.Fatalf("%d records after the release, want %d", got, n)
+	}
+	r.sys.Root.Send(r.mgr, ClusterDrain{Namespace: "db", Name: "demo", UID: "u-1"})
+	waitFor(t, "the repeated acknowledgement", func() bool { return len(r.releasedNow()) == 2 })
+	r.sys.Root.Send(r.mgr, ClusterDeleted{Namespace: "db", Name: "demo", UID: "u-1"})
+	r.sys.Root.Send(r.mgr, ClusterChanged{Mgors: mgors()})
+	waitFor(t, "the actor to run again", func() bool { return r.clusters(t)["db/demo"] == "u-1" })
 }
