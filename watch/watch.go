@@ -23,7 +23,7 @@ import (
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/kube/client"
-	"github.com/mgors/operator/shard"
+	"github.com/mgors/operator/kube/shard"
 )
 
 // Sink receives the dispatcher's messages; the actor system's root context
