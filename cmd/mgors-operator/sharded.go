@@ -67,7 +67,7 @@ func runSharded(ctx context.Context, o options, kc kubernetes.Interface, mc clie
 		defer wg.Done()
 		assigner := &shard.Assigner{
 			Leases: kc.CoordinationV1(), LeaseNamespace: o.leaseNamespace, Ring: o.leaseName, Identity: o.identity,
-			Mgors: mc, Namespace: o.namespace, Period: assignPeriod, CallTimeout: shardCalls,
+			Mgors: mc, Namespace: o.namespace, Period: assignPeriod, CallTimeout: shardCalls, May: keeper.Check,
 			Log: log.With().Str("component", "assigner").Logger(),
 		}
 		var assigning atomic.Bool

@@ -35,6 +35,9 @@ type Assigner struct {
 	Log                 zerolog.Logger
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// May, when set, is asked before each pass: an assigner whose own
+	// replica may not write (its Lease not renewed in time) passes nothing.
+	May func() error
 }
 
 // Run makes a pass every Period until ctx ends.
@@ -42,7 +45,9 @@ func (a *Assigner) Run(ctx context.Context) {
 	t := time.NewTicker(a.Period)
 	defer t.Stop()
 	for {
-		if err := a.Pass(ctx); err != nil && ctx.Err() == nil {
+		if a.May != nil && a.May() != nil {
+			a.Log.Debug().Msg("this replica's Lease is not fresh: no pass")
+		} else if err := a.Pass(ctx); err != nil && ctx.Err() == nil {
 			a.Log.Warn().Err(err).Msg("assigning Mgors to replicas failed; retrying")
 		}
 		select {
