@@ -62,9 +62,11 @@ type Deps struct {
 	// right before every append, action and status write, and an error stops
 	// the actor for good (Fenced). Nil: always.
 	Lease func() error
-	// Fenced, when set, is told by the Manager that a cluster's actor stopped
-	// for good (see Fenced); it must not block.
-	Fenced func(Fenced)
+	// Fenced, when set (sharded), is told by the Manager that a cluster's
+	// actor stopped for good (see Fenced); it must not block. When unset, the
+	// Manager spawns the actor again after FenceRespawn (0: 30 s).
+	Fenced       func(Fenced)
+	FenceRespawn time.Duration
 	// Released, when set, is told by the Manager that a drained cluster's
 	// actor stopped (ClusterDrain); it must not block.
 	Released func(namespace, name, uid string)

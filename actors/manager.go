@@ -38,12 +38,16 @@ type manager struct {
 	// the newest object seen and the failures so far, for the retry.
 	unspawned map[string]unspawned
 	// fenced are the incarnations (uid by namespace/name) whose actor stopped
-	// for good (Fenced): never respawned here until the Mgors leaves this
-	// Manager (ClusterDeleted, also sent when it moves to another replica).
+	// for good (Fenced): not respawned here until the Mgors leaves this Manager
+	// (ClusterDeleted, also sent when it moves to another replica) or, without
+	// sharding (no Deps.Fenced), after Deps.FenceRespawn.
 	fenced map[string]string
 	// draining are the incarnations (uid by namespace/name) being given back:
 	// not respawned until the Mgors leaves this Manager (ClusterDeleted).
 	draining map[string]string
+	// seen is the newest Mgors sent to each running actor, by namespace/name,
+	// for a respawn after a fence.
+	seen map[string]*v1alpha1.Mgors
 }
 
 type unspawned struct {
@@ -51,8 +55,19 @@ type unspawned struct {
 	failures int
 }
 
-// respawn is the retry of a failed spawn, sent by the Manager to itself.
-type respawn struct{ key string }
+// respawn is the retry of a failed spawn, or the end of a fence's wait,
+// sent by the Manager to itself.
+type respawn struct {
+	key string
+	// fenced is the fenced incarnation's uid whose wait ended ("": a spawn retry).
+	fenced string
+}
+
+// defaultFenceRespawn is how long, without sharding, a fenced cluster waits
+// before its actor is spawned again: twice the leader Lease, so the deposed
+// leader that fenced it has stopped (it stops leading within its renew
+// deadline, before the Lease can even expire).
+const defaultFenceRespawn = 30 * time.Second
 
 // spawnRetry is the delay before the nth retry of a failed spawn: 1 s
 // doubling to a minute.
@@ -67,7 +82,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}, seen: map[string]*v1alpha1.Mgors{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -81,6 +96,12 @@ func (m *manager) Receive(ctx actor.Context) {
 	case ClusterChanged:
 		m.changed(ctx, msg.Mgors)
 	case respawn:
+		if msg.fenced != "" {
+			if m.fenced[msg.key] != msg.fenced {
+				return // it left (and maybe came back) meanwhile
+			}
+			delete(m.fenced, msg.key)
+		}
 		if u, ok := m.unspawned[msg.key]; ok {
 			m.changed(ctx, u.mgors)
 		}
@@ -89,6 +110,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		delete(m.unspawned, key)
 		delete(m.fenced, key)
 		delete(m.draining, key)
+		delete(m.seen, key)
 		if c, ok := m.children[key]; ok && (msg.UID == "" || msg.UID == c.uid) {
 			ctx.Poison(c.pid)
 			delete(m.children, key)
@@ -97,12 +119,23 @@ func (m *manager) Receive(ctx actor.Context) {
 	case Fenced:
 		key := msg.Namespace + "/" + msg.Name
 		if c, ok := m.children[key]; ok && c.uid == msg.UID {
-			delete(m.children, key)
+			delete(m.children, key) // (its Terminated may come first)
 		}
 		m.fenced[key] = msg.UID
 		m.deps.Log.Warn().Str("cluster", key).Str("uid", msg.UID).Str("writer", msg.By).Msg("cluster actor fenced: not respawned while this Mgors stays here")
 		if m.deps.Fenced != nil {
 			m.deps.Fenced(msg)
+			return
+		}
+		// Without sharding the other writer is a deposed leader on its way
+		// out: this replica runs the cluster again once it has gone.
+		if o := m.seen[key]; o != nil && string(o.UID) == msg.UID {
+			m.unspawned[key] = unspawned{mgors: o}
+			wait := m.deps.FenceRespawn
+			if wait <= 0 {
+				wait = defaultFenceRespawn
+			}
+			scheduler.NewTimerScheduler(ctx).SendOnce(wait, ctx.Self(), respawn{key: key, fenced: msg.UID})
 		}
 	case OwnedChanged:
 		if c, ok := m.children[msg.Namespace+"/"+msg.Cluster]; ok {
@@ -138,6 +171,10 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 	}
 	if uid, ok := m.fenced[key]; ok {
 		if uid == string(o.UID) {
+			if u, waiting := m.unspawned[key]; waiting {
+				u.mgors = o // the respawn after the fence starts from the newest
+				m.unspawned[key] = u
+			}
 			return
 		}
 		delete(m.fenced, key) // a new incarnation: a new log, no fence
@@ -162,6 +199,7 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 		c = child{uid: string(o.UID), pid: pid}
 		m.children[key] = c
 	}
+	m.seen[key] = o
 	ctx.Send(c.pid, Update{Mgors: o})
 }
 

@@ -26,14 +26,22 @@ type fenceRig struct {
 }
 
 func newFenceRig(t *testing.T, lease func() error) *fenceRig {
+	return newRig(t, lease, true)
+}
+
+// newRig runs the Manager sharded (Deps.Fenced and Released set) or not.
+func newRig(t *testing.T, lease func() error, sharded bool) *fenceRig {
 	r := &fenceRig{store: eventlog.NewMemory(), world: newFakeWorld(), sys: actor.NewActorSystem()}
 	deps := testDeps(r.store, r.world)
 	deps.SnapshotEvery = 0
 	deps.Lease = lease
-	deps.Fenced = func(f Fenced) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.fenced = append(r.fenced, f)
+	deps.FenceRespawn = 100 * time.Millisecond
+	if sharded {
+		deps.Fenced = func(f Fenced) {
+			r.mu.Lock()
+			defer r.mu.Unlock()
+			r.fenced = append(r.fenced, f)
+		}
 	}
 	deps.Released = func(ns, name, uid string) {
 		r.mu.Lock()
@@ -120,6 +128,38 @@ func TestAnotherWriterFencesTheActor(t *testing.T) {
 	r.sys.Root.Send(r.mgr, ClusterDeleted{Namespace: "db", Name: "demo", UID: "u-1"})
 	r.sys.Root.Send(r.mgr, ClusterChanged{Mgors: mgors()})
 	waitFor(t, "the actor to run again", func() bool { return r.clusters(t)["db/demo"] == "u-1" })
+}
+
+// TestFencedWithoutShardingRunsAgainLater: without sharding the other writer
+// is a deposed leader on its way out; the fenced actor is spawned again after
+// FenceRespawn, reloads the log (the other writer's record included) and
+// carries on from the newest spec.
+func TestFencedWithoutShardingRunsAgainLater(t *testing.T) {
+	r := newRig(t, nil, false)
+	recs := r.records(t)
+	foreign := eventlog.Record{
+		Seq: recs[len(recs)-1].Seq + 1, Time: time.Now(), Cluster: "db/demo", UID: "u-1",
+		Type: "SomeoneElsesEvent", Version: 1, Writer: "old-leader", Data: []byte(`{}`),
+	}
+	if err := r.store.Append(context.Background(), eventlog.Stream{Namespace: "db", Name: "demo", UID: "u-1"}, foreign); err != nil {
+		t.Fatal(err)
+	}
+	r.pokeWithNewSpec()
+	waitFor(t, "generation 2 recorded after the other writer's record", func() bool {
+		recs := r.records(t)
+		seen := false
+		for _, rec := range recs {
+			if rec.Writer == "old-leader" {
+				seen = true
+			}
+			if e, ok, _ := Decode(rec); ok && seen {
+				if so, ok := e.(SpecObserved); ok && so.Generation == 2 {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }
 
 // TestLostLeaseStopsTheActorBeforeItWrites: once this replica's Lease says
