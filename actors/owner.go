@@ -83,7 +83,7 @@ func (c *cluster) fence(ctx actor.Context, by string) {
 		c.stopTimer()
 		c.stopTimer = nil
 	}
-	c.log.Error().Str("writer", by).Int64("seq", c.state.Seq).Msg("fenced: another owner writes this cluster's event log; the actor stops for good")
+	c.log.Error().Str("writer", by).Int64("seq", c.state.Seq).Msg("fenced (another writer in the event log, or this replica's Lease): the actor stops for good")
 	ctx.Send(ctx.Parent(), Fenced{Namespace: c.stream.Namespace, Name: c.stream.Name, UID: c.stream.UID, By: by})
 	ctx.Stop(ctx.Self())
 }
