@@ -77,8 +77,6 @@ func LeaseState(l *coordinationv1.Lease, now time.Time) State {
 type Members struct {
 	// Live are the replicas whose Lease is Ready, sorted: the assignment's domain.
 	Live []string
-	// Expired are the replicas whose Lease expired, sorted: to be taken over.
-	Expired []string
 	// state of every replica with a Lease.
 	state map[string]State
 }
@@ -94,15 +92,11 @@ func Membership(leases []coordinationv1.Lease, now time.Time) Members {
 		id := strings.TrimPrefix(l.Name, LeasePrefix)
 		st := LeaseState(l, now)
 		m.state[id] = st
-		switch st {
-		case Ready:
+		if st == Ready {
 			m.Live = append(m.Live, id)
-		case Expired:
-			m.Expired = append(m.Expired, id)
 		}
 	}
 	slices.Sort(m.Live)
-	slices.Sort(m.Expired)
 	return m
 }
 
