@@ -46,6 +46,9 @@ func runSharded(ctx context.Context, o options, kc kubernetes.Interface, mc clie
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	release := releaser(sctx, mc, o.identity, log)
+	// A restarted process writes under a new name, so in every event log the
+	// writers follow one another and none returns.
+	deps.Writer = o.identity + "@" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	deps.Lease = keeper.Check
 	deps.Released = release
 	deps.Fenced = func(f actors.Fenced) { release(f.Namespace, f.Name, f.UID) }
