@@ -58,6 +58,18 @@ type Deps struct {
 	// Mailbox, when set, gives each Cluster actor's mailbox a statistics hook
 	// (the mailbox-depth metric).
 	Mailbox func(cluster string) actor.MailboxMiddleware
+	// Lease, when set, says whether this replica may still write: it is asked
+	// right before every append, action and status write, and an error stops
+	// the actor for good (Fenced). Nil: always.
+	Lease func() error
+	// Fenced, when set (sharded), is told by the Manager that a cluster's
+	// actor stopped for good (see Fenced); it must not block. When unset, the
+	// Manager spawns the actor again after FenceRespawn (0: 30 s).
+	Fenced       func(Fenced)
+	FenceRespawn time.Duration
+	// Released, when set, is told by the Manager that a drained cluster's
+	// actor stopped (ClusterDrain); it must not block.
+	Released func(namespace, name, uid string)
 }
 
 // Metrics is what the actors report; cmd wires it to Prometheus.
@@ -90,7 +102,9 @@ type (
 type (
 	tick struct{}
 	// soon is the quick re-observation of a cluster that is not Healthy.
-	soon      struct{}
+	soon struct{}
+	// drain asks the actor to stop once the step under way ends.
+	drain     struct{}
 	recovered struct {
 		state State
 		err   error
@@ -105,11 +119,14 @@ type (
 		events []Event
 		action *Action
 		err    error
+		// fencedBy names the other writer (or the lost Lease) that stops the actor.
+		fencedBy string
 	}
 	acted struct {
-		action Action
-		err    error
-		dur    time.Duration
+		action   Action
+		err      error
+		dur      time.Duration
+		fencedBy string
 	}
 )
 
@@ -132,6 +149,7 @@ type cluster struct {
 	stopTimer func()
 	soonTimer bool // a quick re-observation is scheduled
 	quiet     int  // observations in a row that wrote nothing
+	draining  bool // stop when the step under way ends (ClusterDrain)
 }
 
 // latestSpec is the newest Mgors an actor was sent, kept outside the actor so
@@ -180,6 +198,7 @@ func (c *cluster) Receive(ctx actor.Context) {
 	case *actor.Restarting, *actor.Stopping:
 		if c.stopTimer != nil {
 			c.stopTimer()
+			c.stopTimer = nil
 		}
 	case *actor.Stopped:
 		if c.deps.Metrics != nil {
@@ -194,6 +213,9 @@ func (c *cluster) Receive(ctx actor.Context) {
 			c.latest.set(c.mgors)
 			c.observe(ctx)
 		}
+	case drain:
+		c.draining = true
+		c.observe(ctx) // stops now when no step is under way
 	case Poke, tick:
 		c.observe(ctx)
 	case soon:
@@ -262,6 +284,10 @@ func (c *cluster) onRecovered(ctx actor.Context, msg recovered) {
 
 // observe starts an observation unless a step is under way (then it runs next).
 func (c *cluster) observe(ctx actor.Context) {
+	if c.draining && !c.busy {
+		ctx.Stop(ctx.Self()) // nothing under way: the Manager acknowledges the drain
+		return
+	}
 	if !c.ready || c.busy {
 		c.again = true
 		return
@@ -314,20 +340,31 @@ func (c *cluster) persist(ctx actor.Context, events []Event, action *Action, cau
 		}
 		recs = append(recs, r)
 	}
-	deps, stream := c.deps, c.stream
+	deps, stream, seq := c.deps, c.stream, c.state.Seq
 	async(ctx, func() any {
+		if err := deps.mayWrite(); err != nil {
+			return persisted{err: err, fencedBy: err.Error()}
+		}
 		pctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		err := deps.Store.Append(pctx, stream, recs...)
-		return persisted{recs: recs, events: events, action: action, err: err}
+		p := persisted{recs: recs, events: events, action: action, err: err}
+		if errors.Is(err, eventlog.ErrSequence) {
+			p.fencedBy = deps.otherWriter(stream, seq)
+		}
+		return p
 	}, func(err error) any { return persisted{err: err} })
 }
 
 func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
+	if msg.fencedBy != "" {
+		c.fence(ctx, msg.fencedBy)
+		return
+	}
 	if msg.err != nil {
 		if errors.Is(msg.err, eventlog.ErrSequence) {
-			// Someone else wrote this log (a second operator): our state is
-			// stale. Restart, which reloads it.
+			// Only this writer's own records are past our view (an append
+			// that failed yet was committed): restart, which reloads them.
 			panic(fmt.Errorf("event log of %s changed under this actor: %w", c.stream, msg.err))
 		}
 		c.log.Warn().Err(msg.err).Msg("persisting events failed; nothing was carried out, retrying on the next tick")
@@ -432,6 +469,9 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
 	deps, m := c.deps, Running(c.mgors, c.state).DeepCopy()
 	async(ctx, func() any {
+		if err := deps.mayWrite(); err != nil {
+			return acted{action: a, err: err, fencedBy: err.Error()}
+		}
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)
 		defer cancel()
@@ -441,6 +481,10 @@ func (c *cluster) carryOut(ctx actor.Context, a Action) {
 }
 
 func (c *cluster) onActed(ctx actor.Context, msg acted) {
+	if msg.fencedBy != "" {
+		c.fence(ctx, msg.fencedBy) // not carried out: the next owner settles its ActionStarted
+		return
+	}
 	if c.deps.Metrics != nil {
 		c.deps.Metrics.Acted(c.stream.Key(), msg.action.Kind, msg.dur, msg.err)
 	}
@@ -458,6 +502,10 @@ func (c *cluster) onActed(ctx actor.Context, msg acted) {
 // or schedules a quick one (see lookAgain).
 func (c *cluster) idle(ctx actor.Context, wrote bool) {
 	c.busy = false
+	if c.draining {
+		c.observe(ctx) // stops
+		return
+	}
 	if wrote {
 		c.quiet = 0
 	} else {
@@ -481,6 +529,9 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 	deps, m, log := c.deps, c.mgors.DeepCopy(), c.log
 	go func() {
 		defer recoverIn(log, "writing status")
+		if deps.mayWrite() != nil {
+			return // the fence stops the actor at its next append or action
+		}
 		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		if err := deps.World.WriteStatus(sctx, m, st); err != nil {

@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,10 @@ type (
 	OwnedChanged struct{ Namespace, Cluster, What string }
 	// Clusters asks the Manager for the clusters it runs (for health and tests).
 	Clusters struct{}
+	// ClusterDrain: this replica is asked to give a Mgors back (the drain
+	// handshake, docs/design/sharding.md): its actor finishes the step under
+	// way and stops, then Deps.Released acknowledges.
+	ClusterDrain struct{ Namespace, Name, UID string }
 )
 
 // manager spawns, feeds and stops one Cluster actor per Mgors incarnation.
@@ -32,6 +37,17 @@ type manager struct {
 	// unspawned are the Mgors whose actor failed to spawn, by namespace/name:
 	// the newest object seen and the failures so far, for the retry.
 	unspawned map[string]unspawned
+	// fenced are the incarnations (uid by namespace/name) whose actor stopped
+	// for good (Fenced): not respawned here until the Mgors leaves this Manager
+	// (ClusterDeleted, also sent when it moves to another replica) or, without
+	// sharding (no Deps.Fenced), after Deps.FenceRespawn.
+	fenced map[string]string
+	// draining are the incarnations (uid by namespace/name) being given back:
+	// not respawned until the Mgors leaves this Manager (ClusterDeleted).
+	draining map[string]string
+	// seen is the newest Mgors sent to each running actor, by namespace/name,
+	// for a respawn after a fence.
+	seen map[string]*v1alpha1.Mgors
 }
 
 type unspawned struct {
@@ -39,8 +55,19 @@ type unspawned struct {
 	failures int
 }
 
-// respawn is the retry of a failed spawn, sent by the Manager to itself.
-type respawn struct{ key string }
+// respawn is the retry of a failed spawn, or the end of a fence's wait,
+// sent by the Manager to itself.
+type respawn struct {
+	key string
+	// fenced is the fenced incarnation's uid whose wait ended ("": a spawn retry).
+	fenced string
+}
+
+// defaultFenceRespawn is how long, without sharding, a fenced cluster waits
+// before its actor is spawned again: twice the leader Lease, so the deposed
+// leader that fenced it has stopped (it stops leading within its renew
+// deadline, before the Lease can even expire).
+const defaultFenceRespawn = 30 * time.Second
 
 // spawnRetry is the delay before the nth retry of a failed spawn: 1 s
 // doubling to a minute.
@@ -55,7 +82,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}, seen: map[string]*v1alpha1.Mgors{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -69,16 +96,46 @@ func (m *manager) Receive(ctx actor.Context) {
 	case ClusterChanged:
 		m.changed(ctx, msg.Mgors)
 	case respawn:
+		if msg.fenced != "" {
+			if m.fenced[msg.key] != msg.fenced {
+				return // it left (and maybe came back) meanwhile
+			}
+			delete(m.fenced, msg.key)
+		}
 		if u, ok := m.unspawned[msg.key]; ok {
 			m.changed(ctx, u.mgors)
 		}
 	case ClusterDeleted:
 		key := msg.Namespace + "/" + msg.Name
 		delete(m.unspawned, key)
+		delete(m.fenced, key)
+		delete(m.draining, key)
+		delete(m.seen, key)
 		if c, ok := m.children[key]; ok && (msg.UID == "" || msg.UID == c.uid) {
 			ctx.Poison(c.pid)
 			delete(m.children, key)
 			m.deps.Log.Info().Str("cluster", key).Str("uid", c.uid).Msg("Mgors deleted: its actor stops")
+		}
+	case Fenced:
+		key := msg.Namespace + "/" + msg.Name
+		if c, ok := m.children[key]; ok && c.uid == msg.UID {
+			delete(m.children, key) // (its Terminated may come first)
+		}
+		m.fenced[key] = msg.UID
+		m.deps.Log.Warn().Str("cluster", key).Str("uid", msg.UID).Str("writer", msg.By).Msg("cluster actor fenced: not respawned while this Mgors stays here")
+		if m.deps.Fenced != nil {
+			m.deps.Fenced(msg)
+			return
+		}
+		// Without sharding the other writer is a deposed leader on its way
+		// out: this replica runs the cluster again once it has gone.
+		if o := m.seen[key]; o != nil && string(o.UID) == msg.UID {
+			m.unspawned[key] = unspawned{mgors: o}
+			wait := m.deps.FenceRespawn
+			if wait <= 0 {
+				wait = defaultFenceRespawn
+			}
+			scheduler.NewTimerScheduler(ctx).SendOnce(wait, ctx.Self(), respawn{key: key, fenced: msg.UID})
 		}
 	case OwnedChanged:
 		if c, ok := m.children[msg.Namespace+"/"+msg.Cluster]; ok {
@@ -90,10 +147,15 @@ func (m *manager) Receive(ctx actor.Context) {
 			out[k] = c.uid
 		}
 		ctx.Respond(out)
+	case ClusterDrain:
+		m.drain(ctx, msg)
 	case *actor.Terminated:
 		for k, c := range m.children {
 			if c.pid.Equal(msg.Who) {
 				delete(m.children, k)
+				if m.draining[k] == c.uid {
+					m.released(k, c.uid)
+				}
 			}
 		}
 	}
@@ -104,6 +166,19 @@ func (m *manager) Receive(ctx actor.Context) {
 // still held by a stopping predecessor) is retried with back-off.
 func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 	key := o.Namespace + "/" + o.Name
+	if m.draining[key] == string(o.UID) {
+		return // being given back: another replica runs it next
+	}
+	if uid, ok := m.fenced[key]; ok {
+		if uid == string(o.UID) {
+			if u, waiting := m.unspawned[key]; waiting {
+				u.mgors = o // the respawn after the fence starts from the newest
+				m.unspawned[key] = u
+			}
+			return
+		}
+		delete(m.fenced, key) // a new incarnation: a new log, no fence
+	}
 	c, ok := m.children[key]
 	if ok && c.uid != string(o.UID) {
 		ctx.Poison(c.pid) // the old incarnation is gone; this is a new cluster
@@ -124,14 +199,39 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 		c = child{uid: string(o.UID), pid: pid}
 		m.children[key] = c
 	}
+	m.seen[key] = o
 	ctx.Send(c.pid, Update{Mgors: o})
+}
+
+// drain stops the cluster's actor after its current step; Terminated then
+// acknowledges. Without an actor (never spawned, fenced, or already stopped:
+// a repeated request) it acknowledges at once.
+func (m *manager) drain(ctx actor.Context, msg ClusterDrain) {
+	key := msg.Namespace + "/" + msg.Name
+	delete(m.unspawned, key)
+	m.draining[key] = msg.UID
+	if c, ok := m.children[key]; ok && c.uid == msg.UID {
+		ctx.Send(c.pid, drain{})
+		return
+	}
+	m.released(key, msg.UID)
+}
+
+// released tells Deps.Released that the actor of key's incarnation uid stopped.
+func (m *manager) released(key, uid string) {
+	m.deps.Log.Info().Str("cluster", key).Str("uid", uid).Msg("cluster actor stopped for a move: giving the Mgors back")
+	if m.deps.Released != nil {
+		ns, name, _ := strings.Cut(key, "/")
+		m.deps.Released(ns, name, uid)
+	}
 }
 
 // supervision restarts a failed Cluster actor after an exponential back-off
 // (initial, doubling, capped, with jitter; the count resets after a quiet
 // window). A restart rebuilds the actor from its event log and observes before
-// acting. Nothing stops a Cluster actor for good: every failure it knows
-// (a log that cannot be loaded, a conflicting writer, a panic) may pass.
+// acting. Every failure it knows (a log that cannot be loaded, a panic) may
+// pass; only a fence (another writer in its log, or a lost Lease) stops a
+// Cluster actor for good, and that is the actor's own stop, not a failure.
 type supervision struct {
 	log     zerolog.Logger
 	initial time.Duration

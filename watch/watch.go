@@ -23,6 +23,7 @@ import (
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/kube/client"
+	"github.com/mgors/operator/kube/shard"
 )
 
 // Sink receives the dispatcher's messages; the actor system's root context
@@ -40,6 +41,12 @@ type Dispatcher struct {
 	Resync time.Duration
 	Send   Sink
 	Log    zerolog.Logger
+	// Owner, when set (sharded mode, docs/design/sharding.md), is this
+	// replica's identity: only the Mgors labelled as its own are watched, so
+	// the cache holds only the owned clusters, and one asked to drain is sent
+	// as ClusterDrain. A Mgors that leaves the selection (moved, or given
+	// back) arrives as a delete.
+	Owner string
 
 	synced atomic.Bool
 }
@@ -54,9 +61,11 @@ func (d *Dispatcher) Run(ctx context.Context, syncTimeout time.Duration) error {
 	// lists through watches says so to the reflector.
 	mgorsInformer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			d.selectOwned(&o)
 			return d.Mgors.Mgorses(d.Namespace).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			d.selectOwned(&o)
 			return d.Mgors.Mgorses(d.Namespace).Watch(ctx, o)
 		},
 	}, d.Mgors), &v1alpha1.Mgors{}, d.Resync, cache.Indexers{})
@@ -98,6 +107,22 @@ func (d *Dispatcher) Run(ctx context.Context, syncTimeout time.Duration) error {
 	return nil
 }
 
+// selectOwned narrows a Mgors list or watch to this replica's own.
+func (d *Dispatcher) selectOwned(o *metav1.ListOptions) {
+	if d.Owner != "" {
+		o.LabelSelector = shard.LabelOwner + "=" + d.Owner
+	}
+}
+
+// changed is the message for an added or updated Mgors: ClusterDrain when
+// this replica is asked to give it back, ClusterChanged otherwise.
+func (d *Dispatcher) changed(m *v1alpha1.Mgors) any {
+	if d.Owner != "" && shard.MustRelease(m.Labels, d.Owner) {
+		return actors.ClusterDrain{Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
+	}
+	return actors.ClusterChanged{Mgors: m.DeepCopy()}
+}
+
 // mgorsHandler forwards Mgors changes. Adds and updates are both
 // ClusterChanged (a re-list replays ADDs for known objects); an update that
 // changes only the status or resourceVersion (our own status writes) is not news.
@@ -105,7 +130,7 @@ func (d *Dispatcher) mgorsHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if m, ok := obj.(*v1alpha1.Mgors); ok {
-				d.Send(actors.ClusterChanged{Mgors: m.DeepCopy()})
+				d.Send(d.changed(m))
 			}
 		},
 		UpdateFunc: func(oldObj, newObj any) {
@@ -114,7 +139,7 @@ func (d *Dispatcher) mgorsHandler() cache.ResourceEventHandler {
 			if !ok1 || !ok2 || !SpecOrMetaChanged(o, n) {
 				return
 			}
-			d.Send(actors.ClusterChanged{Mgors: n.DeepCopy()})
+			d.Send(d.changed(n))
 		},
 		DeleteFunc: func(obj any) {
 			if m, ok := Unwrap(obj).(*v1alpha1.Mgors); ok {

@@ -161,3 +161,36 @@ func TestSpecOrMetaChanged(t *testing.T) {
 		}
 	}
 }
+
+// TestShardedDispatcher: with an Owner, the Mgors watch selects this
+// replica's own, and a Mgors asked to drain is a ClusterDrain, not news.
+func TestShardedDispatcher(t *testing.T) {
+	var box inbox
+	d := &Dispatcher{Owner: "op-a", Send: box.send, Log: zerolog.Nop()}
+	var o metav1.ListOptions
+	d.selectOwned(&o)
+	if o.LabelSelector != "mgors.io/shard=op-a" {
+		t.Fatalf("selector %q", o.LabelSelector)
+	}
+	h := d.mgorsHandler()
+	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo", UID: "u-1", Labels: map[string]string{"mgors.io/shard": "op-a"}}}
+	h.OnAdd(m, false)
+	box.wait(t, "ClusterChanged", func(msg any) bool { _, ok := msg.(actors.ClusterChanged); return ok })
+	drained := m.DeepCopy()
+	drained.Labels["mgors.io/drain"] = "true"
+	h.OnUpdate(m, drained)
+	box.wait(t, "ClusterDrain", func(msg any) bool {
+		c, ok := msg.(actors.ClusterDrain)
+		return ok && c == actors.ClusterDrain{Namespace: "db", Name: "demo", UID: "u-1"}
+	})
+	box.none(t, "ClusterChanged", func(msg any) bool { _, ok := msg.(actors.ClusterChanged); return ok })
+
+	single := &Dispatcher{Send: box.send, Log: zerolog.Nop()}
+	o = metav1.ListOptions{}
+	single.selectOwned(&o)
+	if o.LabelSelector != "" {
+		t.Fatalf("the single-replica watch selects %q", o.LabelSelector)
+	}
+	single.mgorsHandler().OnAdd(drained, false)
+	box.wait(t, "ClusterChanged without sharding", func(msg any) bool { _, ok := msg.(actors.ClusterChanged); return ok })
+}

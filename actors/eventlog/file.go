@@ -194,6 +194,7 @@ func (f *File) loadLocked(s Stream, st *fileStream, repair bool) (*Snapshot, []R
 
 // SaveSnapshot writes the snapshot atomically, then compacts the log to the
 // records after it. A crash between the two leaves a longer log, never a gap.
+// It is fenced like an append (checkView): a stale writer's snapshot is refused.
 func (f *File) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error {
 	dir, err := f.streamDir(s)
 	if err != nil {
@@ -202,8 +203,12 @@ func (f *File) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error 
 	st := f.state(s)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	viewed, last := st.loaded, st.last
 	cur, recs, err := f.loadLocked(s, st, true)
 	if err != nil {
+		return err
+	}
+	if err := checkView(s, viewed, last, st.last); err != nil {
 		return err
 	}
 	if snap.Seq > st.last {

@@ -216,6 +216,8 @@ func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, lines
 
 // SaveSnapshot writes the snapshot ConfigMap, then deletes the segments it
 // covers entirely, keeping the newest so the next append knows where to go.
+// It is fenced like an append: a writer whose view of the log is stale (the
+// log grew past its last append or load) gets ErrSequence and writes nothing.
 func (k *Kube) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error {
 	if err := s.valid(); err != nil {
 		return err
@@ -223,8 +225,12 @@ func (k *Kube) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error 
 	st := k.state(s)
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	viewed, last := st.loaded, st.last
 	cur, _, err := k.loadLocked(ctx, s, st)
 	if err != nil {
+		return err
+	}
+	if err := checkView(s, viewed, last, st.last); err != nil {
 		return err
 	}
 	if snap.Seq > st.last {

@@ -118,6 +118,21 @@ func checkContinues(s Stream, last int64, recs []Record) error {
 	return nil
 }
 
+// checkView fences a snapshot as appends are fenced: only a writer whose view
+// of the stream (loaded, ending at last) is still the stream's (now ends at
+// current) may save one. A writer that never loaded the stream, or whose last
+// append failed (its view was dropped), has no view to vouch for; another
+// writer's records after its view make it stale. Either way: ErrSequence.
+func checkView(s Stream, viewed bool, last, current int64) error {
+	if !viewed {
+		return fmt.Errorf("%w: %s: a snapshot from a writer without a current view of the log", ErrSequence, s)
+	}
+	if current != last {
+		return fmt.Errorf("%w: %s: the log ends at %d, past this writer's %d: another writer", ErrSequence, s, current, last)
+	}
+	return nil
+}
+
 // EncodeLine encodes a record as one JSON line, newline included.
 func EncodeLine(r Record) ([]byte, error) {
 	if r.Schema == 0 {

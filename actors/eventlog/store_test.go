@@ -221,3 +221,53 @@ func apiServerLike() *fake.Clientset {
 	})
 	return c
 }
+
+// A snapshot is fenced like an append: a writer whose view of the log is stale
+// (another writer appended after its last load) or that has no view at all
+// saves nothing; the current writer's snapshot is saved.
+func TestStoreStaleSnapshotRefused(t *testing.T) {
+	ctx := context.Background()
+	s := Stream{Namespace: "db", Name: "demo", UID: "u-1"}
+	for name, mk := range map[string]func(t *testing.T) (Store, Store, Store){
+		"file": func(t *testing.T) (Store, Store, Store) {
+			dir := t.TempDir()
+			a, _ := NewFile(dir)
+			b, _ := NewFile(dir)
+			c, _ := NewFile(dir)
+			return a, b, c
+		},
+		"kube": func(t *testing.T) (Store, Store, Store) {
+			c := apiServerLike()
+			return NewKube(c), NewKube(c), NewKube(c)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			a, b, blind := mk(t)
+			if err := a.Append(ctx, s, rec(s, 1, "A")); err != nil {
+				t.Fatal(err)
+			}
+			if _, _, err := b.Load(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+			if err := a.Append(ctx, s, rec(s, 2, "A")); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.SaveSnapshot(ctx, s, Snapshot{Seq: 1, State: []byte(`{"by":"B"}`)}); !errors.Is(err, ErrSequence) {
+				t.Fatalf("a stale writer's snapshot: err = %v, want ErrSequence", err)
+			}
+			if err := blind.SaveSnapshot(ctx, s, Snapshot{Seq: 2, State: []byte(`{"by":"blind"}`)}); !errors.Is(err, ErrSequence) {
+				t.Fatalf("a snapshot without a view of the log: err = %v, want ErrSequence", err)
+			}
+			if err := a.SaveSnapshot(ctx, s, Snapshot{Seq: 2, State: []byte(`{"by":"A"}`)}); err != nil {
+				t.Fatalf("the current writer's snapshot: %v", err)
+			}
+			snap, _, err := a.Load(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if snap == nil || string(snap.State) != `{"by":"A"}` {
+				t.Fatalf("snapshot %+v, want the current writer's", snap)
+			}
+		})
+	}
+}

@@ -57,6 +57,7 @@ type options struct {
 	snapshotEvery  int64
 	logLevel       string
 	identity       string
+	shards         string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -80,6 +81,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.snapshotEvery, "snapshot-every", 100, "records between event-log snapshots")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
+	fs.StringVar(&o.shards, "shards", "", `"auto" spreads the Mgors over every live replica, each with a Lease of its own (docs/design/sharding.md); empty: one replica acts (with --leader-elect, the others stand by)`)
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -87,6 +89,15 @@ func parseFlags(args []string) (options, error) {
 	case "", "kube", "file", "memory":
 	default:
 		return o, fmt.Errorf("--event-store must be kube, file or memory, not %q", o.store)
+	}
+	switch o.shards {
+	case "":
+	case "auto":
+		if o.identity == "" {
+			return o, errors.New("--shards=auto needs an --identity unique among the replicas")
+		}
+	default:
+		return o, fmt.Errorf(`--shards must be "auto" or empty, not %q`, o.shards)
 	}
 	if o.interval <= 0 || o.observeTimeout <= 0 || o.actTimeout <= 0 {
 		return o, errors.New("--interval, --observe-timeout and --act-timeout must be positive")
@@ -196,6 +207,10 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		AfterAppend: crashHook(log),
 	}
 
+	owner := ""
+	if o.shards == "auto" {
+		owner = o.identity
+	}
 	lead := func(ctx context.Context) error {
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			return slog.New(zerolog.NewSlogHandler(log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))
@@ -204,7 +219,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		if err != nil {
 			return err
 		}
-		d := &watch.Dispatcher{Mgors: mc, Kube: kc, Namespace: o.namespace, Log: log,
+		d := &watch.Dispatcher{Mgors: mc, Kube: kc, Namespace: o.namespace, Log: log, Owner: owner,
 			Send: func(msg any) { system.Root.Send(mgr, msg) }}
 		dispatcher.Store(d)
 		err = d.Run(ctx, 2*time.Minute)
@@ -213,6 +228,10 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 			log.Warn().Err(werr).Msg("stopping the actors")
 		}
 		return err
+	}
+	if o.shards == "auto" {
+		leading.Store(true) // every replica acts on its own share
+		return runSharded(ctx, o, kc, mc, deps, log, lead)
 	}
 	if !o.leaderElect {
 		leading.Store(true)

@@ -20,9 +20,11 @@ import (
 
 func TestFlagsRejectBadInputNamingTheFlag(t *testing.T) {
 	for args, want := range map[string]string{
-		"--event-store=etcd": "--event-store must be kube, file or memory",
-		"--interval=0s":      "--interval, --observe-timeout and --act-timeout must be positive",
-		"--no-such-flag":     "no-such-flag",
+		"--event-store=etcd":        "--event-store must be kube, file or memory",
+		"--interval=0s":             "--interval, --observe-timeout and --act-timeout must be positive",
+		"--no-such-flag":            "no-such-flag",
+		"--shards=3":                `--shards must be "auto" or empty`,
+		"--shards=auto --identity=": "--shards=auto needs an --identity",
 	} {
 		_, err := parseFlags(strings.Fields(args))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -30,7 +32,7 @@ func TestFlagsRejectBadInputNamingTheFlag(t *testing.T) {
 		}
 	}
 	o, err := parseFlags([]string{"--namespace=db", "--leader-elect"})
-	if err != nil || o.namespace != "db" || !o.leaderElect || o.interval != 10*time.Second {
+	if err != nil || o.namespace != "db" || !o.leaderElect || o.interval != 10*time.Second || o.shards != "" {
 		t.Fatalf("defaults: %+v %v", o, err)
 	}
 }
