@@ -1,6 +1,7 @@
-// Command mgors-operator runs the Mgors operator: it installs the Mgors CRD,
-// takes the leader Lease (when asked), watches Mgors objects and runs one
-// supervised actor per cluster. Wiring only; the behaviour lives in actors,
+// Command mgors-operator runs the Mgors operator: it takes the leader Lease
+// (when asked), installs the Mgors CRD once leading (unless
+// --install-crd=false), watches Mgors objects and runs one supervised actor
+// per cluster. Wiring only; the behaviour lives in actors,
 // watch, kube and mongo.
 package main
 
@@ -57,6 +58,7 @@ type options struct {
 	snapshotEvery  int64
 	logLevel       string
 	identity       string
+	installCRD     bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -80,6 +82,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Int64Var(&o.snapshotEvery, "snapshot-every", 100, "records between event-log snapshots")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
+	fs.BoolVar(&o.installCRD, "install-crd", true, "install or upgrade the Mgors CRD when leading; false when a person installs it (the namespaced install has no right to)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -166,14 +169,6 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	})
 	serve(ctx, log, o.healthAddr, "/", health)
 
-	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err = kube.InstallCRD(ictx, ac, 2*time.Minute)
-	cancel()
-	if err != nil {
-		return err
-	}
-	log.Info().Msg("Mgors CRD installed and established")
-
 	store, err := openStore(o, inCluster, kc)
 	if err != nil {
 		return err
@@ -197,6 +192,17 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	}
 
 	lead := func(ctx context.Context) error {
+		// Only the leader installs the CRD: a standby (or a second operator
+		// version starting during a rollout) never writes a schema.
+		if o.installCRD {
+			ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := kube.InstallCRD(ictx, ac, 2*time.Minute)
+			cancel()
+			if err != nil {
+				return err
+			}
+			log.Info().Msg("Mgors CRD installed and established")
+		}
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			return slog.New(zerolog.NewSlogHandler(log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))
 		}))
