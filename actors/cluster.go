@@ -192,6 +192,8 @@ func (c *cluster) Receive(ctx actor.Context) {
 			c.latest.set(c.mgors)
 			c.observe(ctx)
 		}
+	case ClusterDeleted:
+		c.release()
 	case Poke, tick:
 		c.observe(ctx)
 	case soon:
