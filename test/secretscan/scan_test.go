@@ -11,9 +11,9 @@ func TestFindAndRedact(t *testing.T) {
 	const pw = "p4ssw0rd-long-enough"
 	s := New([]string{pw, "short", key})
 	for text, want := range map[string]string{
-		"nothing to see":                                     "",
-		"login with " + pw:                                   "line 1: secret #1 (20 bytes) appears in plain text",
-		"a\n" + `{"msg":"KEY-line-one\nKEY-line-two"}`:           "line 2: secret #3 (25 bytes) appears in plain text (JSON-escaped)",
+		"nothing to see":   "",
+		"login with " + pw: "line 1: secret #1 (20 bytes) appears in plain text",
+		"a\n" + `{"msg":"KEY-line-one\nKEY-line-two"}`:       "line 2: secret #3 (25 bytes) appears in plain text (JSON-escaped)",
 		base64.StdEncoding.EncodeToString([]byte("x=" + pw)): "line 1: secret #1 (20 bytes) appears base64-encoded",
 	} {
 		var got []string
