@@ -70,7 +70,8 @@ func Collect(ctx context.Context, kc kubernetes.Interface, mc client.Interface, 
 	for _, p := range pods.Items {
 		for _, previous := range []bool{false, true} {
 			s, err := logOf(ctx, kc, p.Namespace, p.Name, previous)
-			if err != nil && !previous {
+			// A pod still starting has no log yet; a running one must give it.
+			if err != nil && !previous && p.Status.Phase == corev1.PodRunning {
 				return nil, fmt.Errorf("log of %s: %w", p.Name, err)
 			}
 			if err == nil {
