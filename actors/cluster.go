@@ -267,7 +267,7 @@ func (c *cluster) observe(ctx actor.Context) {
 		return
 	}
 	c.busy, c.again = true, false
-	deps, m, auth := c.deps, c.mgors.DeepCopy(), c.state.Auth
+	deps, m, auth := c.deps, c.subject(), c.state.Auth
 	desired := mongo.Desired(m, deps.ClusterDomain)
 	async(ctx, func() any {
 		start := time.Now()
@@ -417,7 +417,7 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 }
 
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
-	deps, m := c.deps, c.mgors.DeepCopy()
+	deps, m := c.deps, c.subject()
 	async(ctx, func() any {
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)

@@ -25,8 +25,20 @@ const (
 	ReasonSecretDeletionHeld = "SecretDeletionHeld"
 )
 
+// subject is the copy of the Mgors the actor hands the World to observe or
+// act on, with the Initialized condition of its own state: the object it
+// holds is refreshed on spec changes only, so its status may be older.
+func (c *cluster) subject() *v1alpha1.Mgors {
+	m := c.mgors.DeepCopy()
+	if c.state.Initiated {
+		meta.SetStatusCondition(&m.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionInitialized,
+			Status: metav1.ConditionTrue, Reason: "Initiated", Message: "the replica set has a config"})
+	}
+	return m
+}
+
 // initiated tells the World whether the replica set was initiated: the
-// Initialized condition the actor writes from its state once it has a config.
+// Initialized condition, which the actor sets from its state (subject).
 func initiated(m *v1alpha1.Mgors) bool {
 	return meta.IsStatusConditionTrue(m.Status.Conditions, v1alpha1.ConditionInitialized)
 }

@@ -176,3 +176,17 @@ func TestDeletedMgorsReleasesItsSecrets(t *testing.T) {
 	}
 	_ = sys.Root.PoisonFuture(mgr).Wait()
 }
+
+// The World learns that the set was initiated from the actor's state, not
+// from the status of the object the actor holds (refreshed on spec changes
+// only).
+func TestSubjectCarriesTheStatesInitiated(t *testing.T) {
+	c := &cluster{mgors: mgors()}
+	if initiated(c.subject()) {
+		t.Fatal("initiated before the state says so")
+	}
+	c.state.Initiated = true
+	if !initiated(c.subject()) || initiated(c.mgors) {
+		t.Fatal("the subject does not carry the state's Initiated, or the held object was modified")
+	}
+}
