@@ -81,8 +81,30 @@ func generated(n int) []specInput {
 	r := rand.New(rand.NewPCG(14, 7))
 	pick := func(xs ...string) string { return xs[r.IntN(len(xs))] }
 	num := func(xs ...int) int { return xs[r.IntN(len(xs))] }
+	valid := specInput{Members: 3, Arbiters: -2000, Version: "7.0.14", Size: "1Gi", Ordinal: -2000, Votes: -2000,
+		Priority: -2000, ElectionTimeout: -2000, HeartbeatIntervalMs: -2000}
 	var out []specInput
-	for range n {
+	for i := range n {
+		if i%2 == 0 { // a valid spec of another shape, with at most one field changed at random
+			in := valid
+			in.Members, in.Arbiters = num(1, 2, 3, 5, 7, 8, 50), num(-2000, 0, 1)
+			if r.IntN(2) == 0 {
+				in.Ordinal, in.Votes, in.Priority, in.Hidden = 0, num(0, 1), 0, r.IntN(2) == 0
+			}
+			in.Reclaim, in.MajorityLoss, in.GracePeriod = pick("", "Retain", "Delete"), pick("", "Manual", "Automatic"), pick("", "30s")
+			switch r.IntN(6) {
+			case 0:
+				in.Members = num(0, 51, -1)
+			case 1:
+				in.Version = pick("6.0", "3.6.8", "seven", "9.0.0", "7.0.14-rc0")
+			case 2:
+				in.Size = pick("0", "-1Gi", "x", "1e3")
+			case 3:
+				in.Priority, in.Hidden, in.Ordinal = 5, true, 0
+			}
+			out = append(out, in)
+			continue
+		}
 		out = append(out, specInput{
 			Members: num(-2000, -1, 0, 1, 2, 3, 5, 7, 8, 50, 51), Arbiters: num(-2000, 0, 1, 2, -1),
 			Version: pick("", "7.0.14", "8.0.0", "6.0", "3.6.8", "seven", "7.0.14-rc0"), Size: pick("", "1Gi", "0", "-1Gi", "1e3", "x"),
@@ -132,6 +154,7 @@ func FuzzMgorsSpec(f *testing.F) {
 		got, err := dc.Resource(res).Namespace("default").Create(ctx, &u, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
 			rejectedNamingTheField(t, err, b)
+			t.Logf("rejected: %v", err)
 			return
 		}
 		var m v1alpha1.Mgors
