@@ -216,6 +216,8 @@ func (c *cluster) Receive(ctx actor.Context) {
 	case drain:
 		c.draining = true
 		c.observe(ctx) // stops now when no step is under way
+	case ClusterDeleted:
+		c.release()
 	case Poke, tick:
 		c.observe(ctx)
 	case soon:
@@ -293,7 +295,7 @@ func (c *cluster) observe(ctx actor.Context) {
 		return
 	}
 	c.busy, c.again = true, false
-	deps, m, auth := c.deps, Running(c.mgors, c.state).DeepCopy(), c.state.Auth
+	deps, m, auth := c.deps, c.subject(), c.state.Auth
 	desired := mongo.Desired(m, deps.ClusterDomain)
 	async(ctx, func() any {
 		start := time.Now()
@@ -467,7 +469,7 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 }
 
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
-	deps, m := c.deps, Running(c.mgors, c.state).DeepCopy()
+	deps, m := c.deps, c.subject()
 	async(ctx, func() any {
 		if err := deps.mayWrite(); err != nil {
 			return acted{action: a, err: err, fencedBy: err.Error()}

@@ -112,6 +112,7 @@ func (m *manager) Receive(ctx actor.Context) {
 		delete(m.draining, key)
 		delete(m.seen, key)
 		if c, ok := m.children[key]; ok && (msg.UID == "" || msg.UID == c.uid) {
+			ctx.Send(c.pid, msg) // before the poison pill: its Secrets are released
 			ctx.Poison(c.pid)
 			delete(m.children, key)
 			m.deps.Log.Info().Str("cluster", key).Str("uid", c.uid).Msg("Mgors deleted: its actor stops")

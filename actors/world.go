@@ -220,18 +220,12 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 			_, err := cs.CoreV1().Services(m.Namespace).Get(c, m.ServiceName(), metav1.GetOptions{})
 			return err
 		}),
-		get("Secret "+m.KeyfileSecretName(), func(c context.Context) error {
-			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.KeyfileSecretName(), metav1.GetOptions{})
+		func() error { // the keyfile and credentials: world_secrets.go
+			miss, problems, err := w.observeSecrets(ctx, m)
+			missing = append(missing, miss...)
+			o.Problems = append(o.Problems, problems...)
 			return err
-		}),
-		get("Secret "+m.AdminSecretName(), func(c context.Context) error {
-			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.AdminSecretName(), metav1.GetOptions{})
-			return err
-		}),
-		get("Secret "+m.OperatorSecretName(), func(c context.Context) error {
-			_, err := cs.CoreV1().Secrets(m.Namespace).Get(c, m.OperatorSecretName(), metav1.GetOptions{})
-			return err
-		}),
+		}(),
 		func() error { // the budget is decided apart (decide_budget.go): only read here
 			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
 			defer cancel()
@@ -409,14 +403,12 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 
 func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error {
 	o := kube.Options{ClusterDomain: w.ClusterDomain}
-	if _, err := w.Applier.EnsureKeyfile(ctx, m); err != nil {
-		return err
-	}
-	if _, err := w.Applier.EnsureAdminCredentials(ctx, m, AdminUsername); err != nil {
-		return err
-	}
-	if _, err := w.Applier.EnsureOperatorCredentials(ctx, m, mongo.OperatorUser); err != nil {
-		return err
+	// A lost keyfile (KeyfileLost) does not stop the other objects from
+	// being made; it is returned last, so the action fails and says so.
+	lost := w.ensureSecrets(ctx, m)
+	var kl *kube.KeyfileLost
+	if lost != nil && !errors.As(lost, &kl) {
+		return lost
 	}
 	if _, err := w.Applier.EnsureService(ctx, kube.HeadlessService(m)); err != nil {
 		return err
@@ -425,10 +417,11 @@ func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error 
 		return err
 	}
 	if m.Spec.Arbiters > 0 {
-		_, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m))
-		return err
+		if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m)); err != nil {
+			return err
+		}
 	}
-	return nil
+	return lost
 }
 
 // WriteStatus writes st when it differs from what is stored; conditions keep

@@ -106,10 +106,12 @@ func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, e
 				_, err := bounded(ctx, a, func(ctx context.Context) (*storagev1.StorageClass, error) {
 					return a.Client.StorageV1().StorageClasses().Get(ctx, *name, metav1.GetOptions{})
 				})
-				if err != nil && !apierrors.IsNotFound(err) {
+				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
 					return nil, err
 				}
-				exists = err == nil
+				// Forbidden: the namespaced install cannot read storage
+				// classes; unknown is not "missing".
+				exists = err == nil || apierrors.IsForbidden(err)
 				classes[*name] = exists
 			}
 			if !exists {
@@ -197,6 +199,9 @@ func hasDefaultStorageClass(ctx context.Context, a *Applier) (bool, error) {
 	list, err := bounded(ctx, a, func(ctx context.Context) (*storagev1.StorageClassList, error) {
 		return a.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
 	})
+	if apierrors.IsForbidden(err) {
+		return true, nil // the namespaced install cannot tell: no diagnosis rather than a wrong one
+	}
 	if err != nil {
 		return false, err
 	}

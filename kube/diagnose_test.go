@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +12,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -124,6 +127,25 @@ func TestDiagnoseCreateFailure(t *testing.T) {
 	full.Status.Replicas = *full.Spec.Replicas
 	c = fake.NewClientset(full, newer)
 	if got, err := NewApplier(c).Diagnose(ctx, m); err != nil || len(got) != 0 {
+		t.Errorf("problems %v err %v", got, err)
+	}
+}
+
+// The namespaced install may not read storage classes: its pending claims
+// are no diagnosis (unknown is not missing), and no error.
+func TestDiagnoseWithoutStorageClassRights(t *testing.T) {
+	m := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.StorageClassName = ptr.To("fast") })
+	named := pvc(m, 0, "10Gi", true)
+	named.Spec.StorageClassName = ptr.To("fast")
+	named.Status.Phase = corev1.ClaimPending
+	noClass := pvc(m, 1, "10Gi", true)
+	noClass.Status.Phase = corev1.ClaimPending
+	c := fake.NewClientset(named, noClass)
+	c.PrependReactor("*", "storageclasses", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(storagev1.Resource("storageclasses"), "", errors.New("namespaced install"))
+	})
+	got, err := NewApplier(c).Diagnose(context.Background(), m)
+	if err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}
 }

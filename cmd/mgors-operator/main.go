@@ -1,6 +1,7 @@
-// Command mgors-operator runs the Mgors operator: it installs the Mgors CRD,
-// takes the leader Lease (when asked), watches Mgors objects and runs one
-// supervised actor per cluster. Wiring only; the behaviour lives in actors,
+// Command mgors-operator runs the Mgors operator: it takes the leader Lease
+// (when asked), installs the Mgors CRD once leading (unless
+// --install-crd=false), watches Mgors objects and runs one supervised actor
+// per cluster. Wiring only; the behaviour lives in actors,
 // watch, kube and mongo.
 package main
 
@@ -58,6 +59,7 @@ type options struct {
 	logLevel       string
 	identity       string
 	shards         string
+	installCRD     bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -82,6 +84,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
 	fs.StringVar(&o.shards, "shards", "", `"auto" spreads the Mgors over every live replica, each with a Lease of its own (docs/design/sharding.md); empty: one replica acts (with --leader-elect, the others stand by)`)
+	fs.BoolVar(&o.installCRD, "install-crd", true, "install or upgrade the Mgors CRD when leading; false when a person installs it (the namespaced install has no right to)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -177,14 +180,6 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	})
 	serve(ctx, log, o.healthAddr, "/", health)
 
-	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	err = kube.InstallCRD(ictx, ac, 2*time.Minute)
-	cancel()
-	if err != nil {
-		return err
-	}
-	log.Info().Msg("Mgors CRD installed and established")
-
 	store, err := openStore(o, inCluster, kc)
 	if err != nil {
 		return err
@@ -212,6 +207,17 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		owner = o.identity
 	}
 	lead := func(ctx context.Context) error {
+		// Only the leader installs the CRD: a standby (or a second operator
+		// version starting during a rollout) never writes a schema.
+		if o.installCRD {
+			ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			err := kube.InstallCRD(ictx, ac, 2*time.Minute)
+			cancel()
+			if err != nil {
+				return err
+			}
+			log.Info().Msg("Mgors CRD installed and established")
+		}
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			return slog.New(zerolog.NewSlogHandler(log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))
 		}))

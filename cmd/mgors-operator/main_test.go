@@ -32,8 +32,12 @@ func TestFlagsRejectBadInputNamingTheFlag(t *testing.T) {
 		}
 	}
 	o, err := parseFlags([]string{"--namespace=db", "--leader-elect"})
-	if err != nil || o.namespace != "db" || !o.leaderElect || o.interval != 10*time.Second || o.shards != "" {
+	if err != nil || o.namespace != "db" || !o.leaderElect || o.interval != 10*time.Second || o.shards != "" || !o.installCRD {
 		t.Fatalf("defaults: %+v %v", o, err)
+	}
+	// The namespaced install's operator may not write the CRD.
+	if o, err := parseFlags([]string{"--install-crd=false"}); err != nil || o.installCRD {
+		t.Fatalf("--install-crd=false: %+v %v", o, err)
 	}
 }
 

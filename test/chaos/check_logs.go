@@ -1,10 +1,11 @@
 package chaos
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"regexp"
 	"strings"
+
+	"github.com/mgors/operator/test/secretscan"
 )
 
 // checkLogs scans every text in History.Logs:
@@ -19,19 +20,16 @@ import (
 // A Detail quotes a panic line with every secret in it blanked, and names a
 // leaked secret only by its number and length.
 func checkLogs(h *History, v *Verdict) {
-	r := newRedactor(h.Secrets)
+	r := secretscan.New(h.Secrets)
 	for _, src := range sortedKeys(h.Logs) {
 		text := h.Logs[src]
 		for n, line := range strings.Split(text, "\n") {
 			if why := panicLine(line); why != "" {
-				v.add(PropertyPanic, 0, nil, "%s line %d, %s: %s", src, n+1, why, clip(r.redact(line), 300))
+				v.add(PropertyPanic, 0, nil, "%s line %d, %s: %s", src, n+1, why, clip(r.Redact(line), 300))
 			}
 		}
-		for _, s := range r.secrets {
-			if where, how := s.find(text); where >= 0 {
-				line := strings.Count(text[:where], "\n") + 1
-				v.add(PropertySecret, 0, nil, "%s line %d: secret #%d (%d bytes) appears %s", src, line, s.n+1, s.len, how)
-			}
+		for _, l := range r.Find(text) {
+			v.add(PropertySecret, 0, nil, "%s %s", src, l)
 		}
 	}
 }
@@ -79,71 +77,4 @@ func clip(s string, n int) string {
 		return s
 	}
 	return s[:n] + "…"
-}
-
-// secretForms are the texts that betray one secret.
-type secretForms struct {
-	n, len int
-	plain  string
-	quoted string   // as a JSON string holds it (a keyfile's newlines escaped)
-	b64    []string // the characters of its base64 encoding that do not depend on its neighbours, at offsets 0, 1, 2
-}
-
-// redactor finds and blanks secrets.
-type redactor struct{ secrets []secretForms }
-
-// minSecret is the shortest value scanned for: a shorter one (a port, a
-// replica-set name) would match innocent text.
-const minSecret = 8
-
-func newRedactor(secrets []string) redactor {
-	var r redactor
-	for n, s := range secrets {
-		if len(s) < minSecret {
-			continue
-		}
-		var q strings.Builder
-		e := json.NewEncoder(&q)
-		e.SetEscapeHTML(false) // as zerolog writes strings
-		_ = e.Encode(s)        // a string always encodes
-		quoted := strings.TrimSuffix(q.String(), "\n")
-		f := secretForms{n: n, len: len(s), plain: s, quoted: quoted[1 : len(quoted)-1]}
-		for shift := 0; shift < 3; shift++ {
-			enc := base64.StdEncoding.EncodeToString(append(make([]byte, shift), s...))
-			// Characters carry 6 bits: skip those holding the leading zero
-			// bytes and stop before the last, which shares bits with what follows.
-			from, to := (8*shift+5)/6, 8*(shift+len(s))/6
-			f.b64 = append(f.b64, enc[from:to])
-		}
-		r.secrets = append(r.secrets, f)
-	}
-	return r
-}
-
-// find returns where a form of the secret first appears in text (-1 if
-// nowhere) and how.
-func (f secretForms) find(text string) (int, string) {
-	if i := strings.Index(text, f.plain); i >= 0 {
-		return i, "in plain text"
-	}
-	if i := strings.Index(text, f.quoted); i >= 0 {
-		return i, "in plain text (JSON-escaped)"
-	}
-	for _, b := range f.b64 {
-		if i := strings.Index(text, b); i >= 0 {
-			return i, "base64-encoded"
-		}
-	}
-	return -1, ""
-}
-
-func (r redactor) redact(s string) string {
-	for _, f := range r.secrets {
-		s = strings.ReplaceAll(s, f.plain, "[secret]")
-		s = strings.ReplaceAll(s, f.quoted, "[secret]")
-		for _, b := range f.b64 {
-			s = strings.ReplaceAll(s, b, "[secret]")
-		}
-	}
-	return s
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mgors/operator/test/secretscan"
 )
 
 // Rerun is the command that repeats a run's schedule: the same seed, duration
@@ -163,13 +165,13 @@ func WriteReport(dir string, h *History, v Verdict) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	r := newRedactor(h.Secrets)
+	r := secretscan.New(h.Secrets)
 	write := func(name string, fill func(w io.Writer) error) error {
 		var b bytes.Buffer
 		if err := fill(&b); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		return os.WriteFile(filepath.Join(dir, name), []byte(r.redact(b.String())), 0o644)
+		return os.WriteFile(filepath.Join(dir, name), []byte(r.Redact(b.String())), 0o644)
 	}
 	if err := write("report.json", func(w io.Writer) error {
 		e := json.NewEncoder(w)

@@ -28,7 +28,10 @@ import (
 	"github.com/mgors/operator/test/localkube/harness"
 )
 
-func TestMain(m *testing.M) { os.Exit(harness.Main(m)) }
+func TestMain(m *testing.M) {
+	harness.CheckEachNamespace(scanForSecrets)
+	os.Exit(harness.Main(m))
+}
 
 // repo is the repository root (tests run in test/e2e).
 func repo(t testing.TB) string {
@@ -368,13 +371,18 @@ func TestStalledConditionsSayWhy(t *testing.T) {
 
 func waitGone(t *testing.T, env *harness.Env, kind, selector string) {
 	t.Helper()
+	waitGoneIn(t, env, env.Namespace, kind, selector)
+}
+
+func waitGoneIn(t *testing.T, env *harness.Env, ns, kind, selector string) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 3*time.Minute, true, func(context.Context) (bool, error) {
-		out, err := kubectl(t, env, "", "-n", env.Namespace, "get", kind, "-l", selector, "-o", "name")
+		out, err := kubectl(t, env, "", "-n", ns, "get", kind, "-l", selector, "-o", "name")
 		return err == nil && strings.TrimSpace(out) == "", nil
 	})
 	if err != nil {
-		out, _ := kubectl(t, env, "", "-n", env.Namespace, "get", kind, "-l", selector)
-		t.Fatalf("%s %s still there: %v\n%s", kind, selector, err, out)
+		out, _ := kubectl(t, env, "", "-n", ns, "get", kind, "-l", selector)
+		t.Fatalf("%s %s in %s still there: %v\n%s", kind, selector, ns, err, out)
 	}
 }
 

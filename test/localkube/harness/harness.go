@@ -105,12 +105,33 @@ func Shared(tb testing.TB) *Env {
 }
 
 // Cluster returns the shared cluster with a namespace of the test's own, deleted
-// when the test ends.
+// when the test ends, after the checks registered with CheckEachNamespace.
 func Cluster(t testing.TB) *Env {
 	t.Helper()
 	env := Shared(t)
 	env.Namespace = createNamespace(t, env.Client)
+	// Cleanups run last-registered first: the checks see the namespace
+	// before its deletion (registered by createNamespace) starts.
+	t.Cleanup(func() {
+		mu.Lock()
+		checks := namespaceChecks
+		mu.Unlock()
+		for _, check := range checks {
+			check(t, env)
+		}
+	})
 	return env
+}
+
+var namespaceChecks []func(testing.TB, *Env)
+
+// CheckEachNamespace registers check to run at the end of every test that
+// called Cluster, before its namespace is deleted (the end-to-end tests scan
+// it for Secret values). Call it from TestMain, before Main.
+func CheckEachNamespace(check func(tb testing.TB, env *Env)) {
+	mu.Lock()
+	defer mu.Unlock()
+	namespaceChecks = append(namespaceChecks, check)
 }
 
 func repoRoot() (string, error) {

@@ -1,0 +1,61 @@
+package kube
+
+// Permission is one Kubernetes API right the operator's code uses: the verbs
+// on one resource, and where the code calls them. The RBAC manifests in
+// deploy/ grant exactly these (rbac_test.go checks it), so a verb the code no
+// longer calls leaves the manifests with it, and a new call fails the test
+// until the manifests and docs/design/security.md ("RBAC") say why.
+type Permission struct {
+	// Group is the API group ("" for the core group).
+	Group string
+	// Resource is the plural resource, with its subresource after a slash.
+	Resource string
+	// Verbs are the verbs used, in the manifests' order.
+	Verbs []string
+	// Names, when set, narrow the verbs to these object names.
+	Names []string
+	// ClusterScoped resources cannot be granted by a namespaced Role: the
+	// namespaced install goes without them (docs/design/security.md).
+	ClusterScoped bool
+	// Leader is the Lease of leader election, granted in the operator's own
+	// namespace only.
+	Leader bool
+	// Where names the code that makes the calls.
+	Where string
+}
+
+// Permissions are every right the operator uses. Keep them in the order of
+// deploy/rbac.yaml.
+var Permissions = []Permission{
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verbs: []string{"create"}, ClusterScoped: true,
+		Where: "InstallCRD, by the leader only (create cannot be narrowed by name)"},
+	{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions", Verbs: []string{"get", "update"},
+		Names: []string{"mgorses.mgors.io"}, ClusterScoped: true, Where: "InstallCRD: upgrade and wait for Established"},
+	{Group: "mgors.io", Resource: "mgorses", Verbs: []string{"get", "list", "watch", "patch"},
+		Where: "watch.Dispatcher (list, watch), StatusWriter (get), RemoveAnnotation (patch)"},
+	{Group: "mgors.io", Resource: "mgorses/status", Verbs: []string{"update"}, Where: "StatusWriter"},
+	{Group: "apps", Resource: "statefulsets", Verbs: []string{"get", "list", "watch", "create", "update", "delete"},
+		Where: "watch (list, watch), Applier.EnsureStatefulSet and ScaleStatefulSet, DeleteStatefulSet (the arbiters')"},
+	{Resource: "services", Verbs: []string{"get", "create", "update"}, Where: "Applier.EnsureService"},
+	{Resource: "secrets", Verbs: []string{"get", "create", "patch"},
+		Where: "Applier.ensureSecret and Secret (get, create), ProtectSecret and ReleaseSecret (patch: the finalizer)"},
+	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"get", "create", "update"},
+		Where: "Applier.EnsurePodDisruptionBudget"},
+	{Resource: "pods", Verbs: []string{"get", "list", "watch", "delete"},
+		Where: "watch (list, watch), the World's observation (list), DeletePod, ForceDeletePod, FencePod, WipeMember"},
+	{Resource: "persistentvolumeclaims", Verbs: []string{"get", "list", "watch", "delete"},
+		Where: "watch (list, watch), observation and Diagnose (list), WipeMember and DeletePVCs (get, delete)"},
+	{Resource: "persistentvolumes", Verbs: []string{"get", "patch"}, ClusterScoped: true,
+		Where: "WipeMember: a Retain volume's reclaim policy before its claim goes (invariant 4)"},
+	{Resource: "nodes", Verbs: []string{"get"}, ClusterScoped: true, Where: "Applier.Nodes (node loss, fencing)"},
+	{Group: "storage.k8s.io", Resource: "storageclasses", Verbs: []string{"get", "list"}, ClusterScoped: true,
+		Where: "Diagnose: a pending claim's class"},
+	{Resource: "events", Verbs: []string{"list", "create", "patch"},
+		Where: "Diagnose (list), the event broadcaster (create, patch)"},
+	{Resource: "configmaps", Verbs: []string{"get", "list", "create", "update", "delete"},
+		Where: "eventlog.Kube: the event log's segments"},
+	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"create"}, Leader: true,
+		Where: "leader election (create cannot be narrowed by name)"},
+	{Group: "coordination.k8s.io", Resource: "leases", Verbs: []string{"get", "update"}, Names: []string{"mgors-operator"},
+		Leader: true, Where: "leader election"},
+}

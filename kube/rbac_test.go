@@ -1,0 +1,145 @@
+package kube
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/yaml"
+)
+
+// rules reads the rules of every Role or ClusterRole of a manifest file.
+func rules(t *testing.T, path string, kind string) map[string][]rbacv1.PolicyRule {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]rbacv1.PolicyRule{}
+	for doc := range bytes.SplitSeq(b, []byte("\n---")) {
+		var meta struct {
+			Kind string `json:"kind"`
+		}
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if meta.Kind != kind {
+			continue
+		}
+		var r rbacv1.ClusterRole // a Role has the same fields
+		if err := yaml.UnmarshalStrict(doc, &r); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		out[r.Name] = r.Rules
+	}
+	return out
+}
+
+// asRules is the PolicyRules that grant exactly ps.
+func asRules(ps []Permission) []rbacv1.PolicyRule {
+	var out []rbacv1.PolicyRule
+	for _, p := range ps {
+		out = append(out, rbacv1.PolicyRule{APIGroups: []string{p.Group}, Resources: []string{p.Resource},
+			Verbs: p.Verbs, ResourceNames: p.Names})
+	}
+	return out
+}
+
+func filter(keep func(Permission) bool) []Permission {
+	var out []Permission
+	for _, p := range Permissions {
+		if keep(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func sameRules(t *testing.T, what string, got, want []rbacv1.PolicyRule) {
+	t.Helper()
+	norm := func(rs []rbacv1.PolicyRule) []string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, strings.Join(r.APIGroups, ",")+"|"+strings.Join(r.Resources, ",")+"|"+
+				strings.Join(r.Verbs, ",")+"|"+strings.Join(r.ResourceNames, ","))
+		}
+		return out
+	}
+	g, w := norm(got), norm(want)
+	if !slices.Equal(g, w) {
+		t.Errorf("%s grants\n  %s\nbut kube.Permissions are\n  %s\n(update both, and docs/design/security.md)",
+			what, strings.Join(g, "\n  "), strings.Join(w, "\n  "))
+	}
+}
+
+// The cluster-wide install grants exactly Permissions: the ClusterRole all
+// but the Lease, the leader-election Role the Lease.
+func TestClusterWideRBACIsPermissions(t *testing.T) {
+	cr := rules(t, "../deploy/rbac.yaml", "ClusterRole")
+	sameRules(t, "deploy/rbac.yaml ClusterRole mgors-operator", cr["mgors-operator"],
+		asRules(filter(func(p Permission) bool { return !p.Leader })))
+	r := rules(t, "../deploy/rbac.yaml", "Role")
+	sameRules(t, "deploy/rbac.yaml Role mgors-operator-leader-election", r["mgors-operator-leader-election"],
+		asRules(filter(func(p Permission) bool { return p.Leader })))
+	for _, p := range Permissions {
+		if slices.Contains(p.Verbs, "*") || p.Resource == "*" || p.Where == "" {
+			t.Errorf("%s/%s: no wildcards, and say where the code calls it", p.Group, p.Resource)
+		}
+	}
+}
+
+// The namespaced install's Role grants the namespaced Permissions and the
+// Lease, and nothing cluster-scoped.
+func TestNamespacedRBACIsPermissions(t *testing.T) {
+	r := rules(t, "../deploy/namespaced/rbac.yaml", "Role")
+	sameRules(t, "deploy/namespaced/rbac.yaml Role mgors-operator", r["mgors-operator"],
+		asRules(filter(func(p Permission) bool { return !p.ClusterScoped })))
+	if cr := rules(t, "../deploy/namespaced/rbac.yaml", "ClusterRole"); len(cr) != 0 {
+		t.Errorf("the namespaced install has a ClusterRole: %v", cr)
+	}
+}
+
+// Every resource the operator's code reaches through a typed client is in
+// Permissions: a new call on a new resource fails here until it is granted.
+func TestEveryResourceTheCodeCallsIsGranted(t *testing.T) {
+	// Typed client accessors in the code, e.g. CoreV1().Secrets( or
+	// AppsV1().StatefulSets(, and the resources they stand for.
+	call := regexp.MustCompile(`\b(CoreV1|AppsV1|PolicyV1|StorageV1|CoordinationV1|ApiextensionsV1)\(\)\.(\w+)\(`)
+	groups := map[string]string{"CoreV1": "", "AppsV1": "apps", "PolicyV1": "policy", "StorageV1": "storage.k8s.io",
+		"CoordinationV1": "coordination.k8s.io", "ApiextensionsV1": "apiextensions.k8s.io"}
+	granted := map[string]bool{}
+	for _, p := range Permissions {
+		granted[p.Group+"/"+strings.Split(p.Resource, "/")[0]] = true
+	}
+	seen := 0
+	for _, dir := range []string{".", "../actors", "../actors/eventlog", "../watch", "../cmd/mgors-operator"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+				seen++
+				res := strings.ToLower(m[2])
+				if !granted[groups[m[1]]+"/"+res] {
+					t.Errorf("%s calls %s().%s() but kube.Permissions grant nothing on %s", f, m[1], m[2], res)
+				}
+			}
+		}
+	}
+	if seen < 10 {
+		t.Fatalf("found only %d typed client calls: the scan is broken", seen)
+	}
+}
