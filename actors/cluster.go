@@ -410,6 +410,10 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		c.deps.World.Event(c.mgors, true, "NodeLost", fmt.Sprintf("node %s NotReady since %s: force-deleting member pods %s", e.Node, e.Since.UTC().Format(time.RFC3339), strings.Join(e.Pods, ", ")))
 	case WorldDisagreed:
 		reason = e.World
+	case StorageGrowing, VolumesExpanded, StorageGrown, StorageGrowthRefused:
+		why, msg, warning, _ := Announcement(e)
+		reason = msg
+		c.deps.World.Event(c.mgors, warning, why, msg)
 	}
 	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
 }

@@ -105,6 +105,9 @@ type State struct {
 	ForcedReconfigs int `json:"forcedReconfigs"`
 	// Replicas is the StatefulSet size the actor last set (from ScaledTo).
 	Replicas int32 `json:"replicas"`
+	// Storage is a growth of spec.storage.size under way or refused
+	// (decide_storage.go).
+	Storage *StorageGrowth `json:"storage,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -122,6 +125,7 @@ func Initial() State { return State{Phase: v1alpha1.PhaseProvisioning} }
 func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s.Seq, s.At = seq, at
 	s = foldTrouble(s, at, e)
+	s = foldStorage(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

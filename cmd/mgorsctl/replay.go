@@ -218,6 +218,9 @@ func describeRecovery(e actors.Event) string {
 	case actors.MemberRecovered:
 		return fmt.Sprintf("%s is %s (after %s since %s)", e.Member, e.State, e.Trouble, e.Since.UTC().Format(time.RFC3339))
 	}
+	if _, msg, _, ok := actors.Announcement(e); ok {
+		return msg
+	}
 	return ""
 }
 
