@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/localkube/cluster"
 	"github.com/mgors/operator/test/localkube/harness"
@@ -84,6 +86,12 @@ func TestStorageGrowsWithoutRestarts(t *testing.T) {
 			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
 		}
 	}
+	if out := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgo", m.Name, "-o", "wide"); !strings.Contains(out, "STORAGE") || !strings.Contains(out, "2Gi") {
+		t.Errorf("kubectl get mgo -o wide shows no 2Gi STORAGE column:\n%s", out)
+	}
+	if out := mustKubectl(t, env, "", "explain", "mgors.spec.storage.size"); !strings.Contains(out, "allowVolumeExpansion") {
+		t.Errorf("kubectl explain mgors.spec.storage.size does not say the class must allow expansion:\n%s", out)
+	}
 
 	// A later template change rolls the members: the StatefulSet updates in place again.
 	cur, err = mc.Get(ctx, m.Name, metav1.GetOptions{})
@@ -144,7 +152,9 @@ func TestExpansionRefusedWithoutAllowVolumeExpansion(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = env.Client.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{}) })
+	t.Cleanup(func() {
+		_ = env.Client.StorageV1().StorageClasses().Delete(context.Background(), class, metav1.DeleteOptions{})
+	})
 	pvcs := env.Client.CoreV1().PersistentVolumeClaims(env.Namespace)
 	if _, err := pvcs.Create(ctx, &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "fixed"},
@@ -170,4 +180,97 @@ func TestExpansionRefusedWithoutAllowVolumeExpansion(t *testing.T) {
 		t.Fatalf("growing a claim of a class without allowVolumeExpansion: %v, want Forbidden", err)
 	}
 	t.Logf("refused as a real API server refuses it: %v", err)
+}
+
+// The operator is SIGKILLed right after VolumesExpanded, and the StatefulSet
+// is then deleted with its pods orphaned, as if the operator had died between
+// the delete and the create of ReplaceStatefulSet: a restarted operator
+// creates the StatefulSet with the grown claim template, the member keeps
+// running (same pod, no restart), and the log records the growth once.
+func TestStorageGrowthFinishedAfterACrash(t *testing.T) {
+	env := harness.Cluster(t)
+	installCRD(t, env)
+	pauseInClusterOperator(t, env)
+	ctx := context.Background()
+	const name = "growcrash"
+	m := sample(t, env, "mgors-dev-1.yaml", func(m *v1alpha1.Mgors) {
+		m.Name = name
+		m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete
+	})
+	mc := mgorsClient(t, env).Mgorses(env.Namespace)
+	created, err := mc.Create(ctx, m, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mc.Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	store := t.TempDir()
+	first := startHostOperator(t, env, store, "VolumesExpanded:1")
+	waitMgors(t, env, name, "Healthy", 4*time.Minute, func(m *v1alpha1.Mgors) bool {
+		return m.Status.Phase == v1alpha1.PhaseHealthy && m.Status.Primary != ""
+	})
+	pod := func() string {
+		p, err := env.Client.CoreV1().Pods(env.Namespace).Get(ctx, name+"-0", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		restarts := int32(0)
+		for _, c := range p.Status.ContainerStatuses {
+			restarts += c.RestartCount
+		}
+		return fmt.Sprintf("%s/%d", p.UID, restarts)
+	}
+	before := pod()
+	grown := resource.MustParse("1Gi")
+	cur, err := mc.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.Spec.Storage.Size = &grown
+	if _, err := mc.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-first.exited:
+	case <-time.After(2 * time.Minute):
+		t.Fatalf("the operator never reached VolumesExpanded\n%s", first.out)
+	}
+	mustKubectl(t, env, "", "-n", env.Namespace, "delete", "statefulset", name, "--cascade=orphan", "--wait=true")
+
+	second := startHostOperator(t, env, store, "")
+	waitMgors(t, env, name, "Healthy with the StatefulSet back", 3*time.Minute, func(x *v1alpha1.Mgors) bool {
+		sts, err := env.Client.AppsV1().StatefulSets(env.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(sts.Spec.VolumeClaimTemplates) != 1 {
+			return false
+		}
+		q := sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests[corev1.ResourceStorage]
+		return q.Cmp(grown) == 0 && x.Status.Phase == v1alpha1.PhaseHealthy && x.Status.ObservedGeneration == x.Generation
+	})
+	second.stop()
+	if after := pod(); after != before {
+		t.Errorf("the member restarted: pod UID/restarts %s before, %s after", before, after)
+	}
+	fs, err := eventlog.NewFile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, recs, err := fs.Load(ctx, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := eventlog.CheckSequence(0, recs); err != nil {
+		t.Fatalf("the log has a gap: %v", err)
+	}
+	s, err := actors.Fold(actors.Initial(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grownOnce := 0
+	for _, r := range recs {
+		if r.Type == "StorageGrown" {
+			grownOnce++
+		}
+	}
+	if s.Storage != nil || grownOnce != 1 {
+		t.Fatalf("the growth is not recorded as finished once: storage %+v, %d StorageGrown", s.Storage, grownOnce)
+	}
 }
