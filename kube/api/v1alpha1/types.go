@@ -26,6 +26,7 @@ import (
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`,description="Healthy members over desired members"
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.primary`,description="The member that is PRIMARY"
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`,priority=1,description="MongoDB version"
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=1,description="Each member's volume size"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Mgors struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -180,6 +181,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
 type StorageSpec struct {
 	// Size is the capacity of each member's volume. It may grow, never shrink.
+	// Growing it expands every member's volume online, without restarting a
+	// member; the StorageClass must allow volume expansion (allowVolumeExpansion).
 	// +kubebuilder:default="10Gi"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`
