@@ -464,6 +464,10 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		c.deps.World.Event(c.mgors, false, "FCVSet", fmt.Sprintf("featureCompatibilityVersion %s → %s", e.From, e.To))
 	case UpgradeFinished:
 		c.deps.World.Event(c.mgors, false, "UpgradeFinished", fmt.Sprintf("every member runs %s, featureCompatibilityVersion %s", e.Version, e.FCV))
+	case StorageGrowing, VolumesExpanded, StorageGrown, StorageGrowthRefused:
+		why, msg, warning, _ := Announcement(e)
+		reason = msg
+		c.deps.World.Event(c.mgors, warning, why, msg)
 	}
 	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
 }

@@ -31,6 +31,10 @@ type Action struct {
 	// Credential is the user and Secret a user action works on; the action
 	// fails when the Secret is no longer at its SecretVersion.
 	Credential Credential
+	// Ordinals are the members whose data claims an ExpandVolumes grows to
+	// Size (decide_storage.go).
+	Ordinals []int32
+	Size     string
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -112,7 +116,9 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     the PodDisruptionBudget (decide_budget.go): Recovering wipes a
 //     diverged member, then a stuck one, before it plans the membership, and
 //     deletes a leftover arbiters' StatefulSet once the arbiter left the
-//     config (decide_arbiter.go).
+//     config (decide_arbiter.go). Before the phase's rule, a grown
+//     spec.storage.size expands the claims and replaces the StatefulSet
+//     (decide_storage.go).
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
@@ -126,7 +132,7 @@ func Decide(s State, in Inputs) Decision {
 		return d.out
 	}
 	d.versionChange()
-	if d.approvals() || d.nodeLoss() || d.users() {
+	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
 		return d.out
 	}
 	switch d.s.Phase {
@@ -191,6 +197,8 @@ func (d *decider) settleInFlight() {
 		done = d.passwordSettled(f)
 	case ActSetFCV:
 		done = d.fcvSettled()
+	case ActExpandVolumes, ActReplaceStatefulSet:
+		done = d.storageSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -447,6 +455,9 @@ func (d *decider) unhealthy() string {
 	step := mongo.Plan(*o.Config, o.Status, d.in.Desired, d.answering(), d.in.Mgors.Spec.ReplicaSet)
 	if step.Kind != mongo.Done {
 		return "membership: " + step.Reason
+	}
+	if why := d.storageUnfinished(); why != "" {
+		return why
 	}
 	if pods := outdated(o); len(pods) > 0 {
 		return fmt.Sprintf("%d pod(s) run an older template: rolling restart (%s)", len(pods), strings.Join(pods, ", "))

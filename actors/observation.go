@@ -3,6 +3,8 @@ package actors
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/mgors/operator/mongo"
 )
 
@@ -32,6 +34,8 @@ type Observation struct {
 	// claim being deleted or not yet created is absent; nil when they could
 	// not be listed): a new UID is a new, empty volume.
 	Claims map[string]string
+	// Storage is the sizes of the member volumes (decide_storage.go).
+	Storage StorageView
 	// Problems are what blocks progress outside the operator (unschedulable
 	// pods, a missing storage class, crash loops), from kube.Diagnose.
 	Problems []Problem
@@ -75,6 +79,36 @@ type Observation struct {
 	ForceAnnotation string
 	// ReinitiateApproval is the value of ReinitiateAnnotation ("" when none).
 	ReinitiateApproval string
+}
+
+// StorageView is what a storage growth looks at: the member StatefulSet's
+// claim template and each member's data claim.
+type StorageView struct {
+	// Template is the storage the member StatefulSet's claim template asks;
+	// zero when the StatefulSet does not exist.
+	Template resource.Quantity
+	// Deleting is true while the member StatefulSet is being deleted (a
+	// replace waiting for the garbage collector to orphan its pods).
+	Deleting bool
+	// Claims are the members' data claims by pod name (nil when they could
+	// not be listed); claims of ordinals the StatefulSet no longer runs are
+	// here too, as a later scale-up reuses them.
+	Claims map[string]ClaimSize
+	// Class is the claims' StorageClass, Expandable whether it allows volume
+	// expansion: read only while the spec asks more than the template (nil
+	// otherwise, or when it could not be read).
+	Class      string
+	Expandable *bool
+}
+
+// ClaimSize is one data claim's requested storage and its capacity
+// (status.capacity, raised by the resizer once the volume grew).
+type ClaimSize struct {
+	Name      string
+	Ordinal   int32
+	Class     string
+	Requested resource.Quantity
+	Capacity  resource.Quantity
 }
 
 // Credential names a user and the Secret holding its password, at the

@@ -117,6 +117,9 @@ type State struct {
 	VersionRefused *VersionRefused `json:"versionRefused,omitempty"`
 	// Versions are the members' binaries and the FCV as last observed.
 	Versions VersionsObserved `json:"versions,omitzero"`
+	// Storage is a growth of spec.storage.size under way or refused
+	// (decide_storage.go).
+	Storage *StorageGrowth `json:"storage,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -135,6 +138,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s.Seq, s.At = seq, at
 	s = foldTrouble(s, at, e)
 	s = foldUpgrade(s, e)
+	s = foldStorage(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

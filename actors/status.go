@@ -134,6 +134,8 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 			msgs = append(msgs, p.Message)
 		}
 		cond(v1alpha1.ConditionStalled, true, s.Problems[0].Reason, strings.Join(msgs, "; "))
+	case s.Storage != nil && s.Storage.Refused:
+		cond(v1alpha1.ConditionStalled, true, "VolumeExpansionNotAllowed", refusal(s.Storage.To, s.Storage.Class))
 	case s.LastFailure != nil:
 		cond(v1alpha1.ConditionStalled, true, string(s.LastFailure.Action)+"Failed", s.LastFailure.Error)
 	default:

@@ -263,6 +263,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 	}
 	if sts != nil && sts.Spec.Replicas != nil {
 		o.Replicas = *sts.Spec.Replicas
+		o.Storage.Template, o.Storage.Deleting = claimTemplateSize(sts), sts.DeletionTimestamp != nil
 		want := kube.StatefulSet(m, kube.Options{ClusterDomain: w.ClusterDomain, Replicas: sts.Spec.Replicas})
 		if templateHash(sts) != templateHash(want) {
 			missing = append(missing, "an up-to-date pod template in StatefulSet "+m.Name)
@@ -306,6 +307,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 	}
 	w.observeNodes(ctx, m, o)
 	w.observeClaims(ctx, m, o)
+	w.observeExpansion(ctx, m, o)
 	return nil
 }
 
@@ -320,10 +322,12 @@ func (w *KubeWorld) observeClaims(ctx context.Context, m *v1alpha1.Mgors, o *Obs
 		return
 	}
 	o.Claims = map[string]string{}
+	o.Storage.Claims = map[string]ClaimSize{}
 	for _, c := range l.Items {
 		pod, ok := strings.CutPrefix(c.Name, kube.DataVolume+"-")
 		if ok && c.DeletionTimestamp == nil && podOrdinal(m, pod) >= 0 {
 			o.Claims[pod] = string(c.UID)
+			o.Storage.Claims[pod] = claimSize(&c, podOrdinal(m, pod))
 		}
 	}
 }
@@ -375,6 +379,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return w.Applier.FencePod(ctx, m, a.Host, a.UID)
 	case ActRemoveAnnotation:
 		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
+	case ActExpandVolumes, ActReplaceStatefulSet:
+		return w.actStorage(ctx, m, a)
 	case ActWipeMember:
 		// The claim, then the pod: the StatefulSet recreates both, the member
 		// comes back empty and initial-syncs (kube.Applier.WipeMember).

@@ -218,7 +218,13 @@ func describeRecovery(e actors.Event) string {
 	case actors.MemberRecovered:
 		return fmt.Sprintf("%s is %s (after %s since %s)", e.Member, e.State, e.Trouble, e.Since.UTC().Format(time.RFC3339))
 	}
-	return describeUpgrade(e)
+	if d := describeUpgrade(e); d != "" {
+		return d
+	}
+	if _, msg, _, ok := actors.Announcement(e); ok {
+		return msg
+	}
+	return ""
 }
 
 func printState(out io.Writer, s actors.State, format string) error {

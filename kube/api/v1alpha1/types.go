@@ -28,6 +28,7 @@ import (
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`,priority=1,description="MongoDB version"
 // +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.version`,priority=1,description="The MongoDB versions the members run (buildInfo)"
 // +kubebuilder:printcolumn:name="FCV",type=string,JSONPath=`.status.featureCompatibilityVersion`,priority=1,description="The replica set's featureCompatibilityVersion"
+// +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=1,description="Each member's volume size"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Mgors struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -188,6 +189,8 @@ const (
 // +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
 type StorageSpec struct {
 	// Size is the capacity of each member's volume. It may grow, never shrink.
+	// Growing it expands every member's volume online, without restarting a
+	// member; the StorageClass must allow volume expansion (allowVolumeExpansion).
 	// +kubebuilder:default="10Gi"
 	// +optional
 	Size *resource.Quantity `json:"size,omitempty"`

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 )
 
 // Client returns an admin client of the cluster in dir.
@@ -87,11 +88,15 @@ func bootstrap(ctx context.Context, l layout, opts Options) error {
 			Name:        StorageClass,
 			Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"},
 		},
-		Provisioner:       Provisioner,
-		ReclaimPolicy:     &reclaim,
-		VolumeBindingMode: &binding,
+		Provisioner:          Provisioner,
+		ReclaimPolicy:        &reclaim,
+		VolumeBindingMode:    &binding,
+		AllowVolumeExpansion: ptr.To(true),
 	}, opt)
 	if err := create("storageclass "+StorageClass, err); err != nil {
+		return err
+	}
+	if err := allowExpansion(ctx, cs); err != nil {
 		return err
 	}
 
@@ -242,4 +247,21 @@ func waitPodsAdmitted(ctx context.Context, l layout) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// allowExpansion turns on allowVolumeExpansion (a mutable field) in the class of
+// a cluster made before the provisioner could resize.
+func allowExpansion(ctx context.Context, cs kubernetes.Interface) error {
+	sc, err := cs.StorageV1().StorageClasses().Get(ctx, StorageClass, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read storageclass %s: %w", StorageClass, err)
+	}
+	if sc.Provisioner != Provisioner || ptr.Deref(sc.AllowVolumeExpansion, false) {
+		return nil
+	}
+	sc.AllowVolumeExpansion = ptr.To(true)
+	if _, err := cs.StorageV1().StorageClasses().Update(ctx, sc, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("allow expansion in storageclass %s: %w", StorageClass, err)
+	}
+	return nil
 }

@@ -29,6 +29,9 @@ const (
 // directory and the PV, Retain keeps both. The PV controller of
 // kube-controller-manager does the binding, as with any external provisioner.
 //
+// It is also the volumes' resizer, as a CSI driver with online expansion and no
+// node-side step would be with its external-resizer (resize.go).
+//
 // It reconciles by listing every second rather than through informers: the
 // volumes of a test cluster number in the tens, and a full pass each time keeps the
 // loop stateless across restarts.
@@ -87,7 +90,16 @@ func (p *provisioner) pass(ctx context.Context) error {
 	for i := range claims.Items {
 		pvc := &claims.Items[i]
 		sc, ok := ours[classOf(pvc)]
-		if !ok || !needsVolume(pvc, &sc) {
+		if !ok {
+			continue
+		}
+		if needsResize(pvc) {
+			if err := p.resize(ctx, pvc); err != nil {
+				p.log.Warn().Err(err).Str("claim", pvc.Namespace+"/"+pvc.Name).Msg("resizing failed")
+			}
+			continue
+		}
+		if !needsVolume(pvc, &sc) {
 			continue
 		}
 		if err := p.provision(ctx, pvc, &sc); err != nil {

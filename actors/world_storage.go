@@ -1,0 +1,97 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// replaceWait bounds how long a ReplaceStatefulSet waits for the garbage
+// collector to orphan the old StatefulSet's pods (usually a second or two).
+const replaceWait = 30 * time.Second
+
+// claimTemplateSize is the storage the StatefulSet's data claim template asks.
+func claimTemplateSize(s *appsv1.StatefulSet) resource.Quantity {
+	for _, c := range s.Spec.VolumeClaimTemplates {
+		if c.Name == kube.DataVolume {
+			return c.Spec.Resources.Requests[corev1.ResourceStorage]
+		}
+	}
+	return resource.Quantity{}
+}
+
+func claimSize(c *corev1.PersistentVolumeClaim, ordinal int32) ClaimSize {
+	return ClaimSize{Name: c.Name, Ordinal: ordinal, Class: ptr.Deref(c.Spec.StorageClassName, ""),
+		Requested: c.Spec.Resources.Requests[corev1.ResourceStorage],
+		Capacity:  c.Status.Capacity[corev1.ResourceStorage]}
+}
+
+// observeExpansion reads whether the claims' StorageClass allows volume
+// expansion, only while the spec asks more than the claim template. A failed
+// read leaves it unknown: the API server still refuses an expansion the class
+// does not allow.
+func (w *KubeWorld) observeExpansion(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+	s := &o.Storage
+	if o.Replicas < 0 || s.Template.Cmp(m.StorageSize()) >= 0 {
+		return
+	}
+	for _, c := range sortedClaims(s.Claims) {
+		if c.Class != "" {
+			s.Class = c.Class
+			break
+		}
+	}
+	if s.Class == "" {
+		return
+	}
+	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+	defer cancel()
+	sc, err := w.Kube.StorageV1().StorageClasses().Get(cctx, s.Class, metav1.GetOptions{})
+	if err != nil {
+		return
+	}
+	s.Expandable = ptr.To(ptr.Deref(sc.AllowVolumeExpansion, false))
+}
+
+// actStorage carries out the storage growth's actions.
+func (w *KubeWorld) actStorage(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
+	if a.Kind == ActExpandVolumes {
+		size, err := resource.ParseQuantity(a.Size)
+		if err != nil {
+			return fmt.Errorf("size %q: %w", a.Size, err)
+		}
+		_, err = w.Applier.ExpandPVCs(ctx, m, a.Ordinals, size)
+		return err
+	}
+	replicas := a.Replicas
+	var opts kube.Options
+	opts.ClusterDomain = w.ClusterDomain
+	if replicas > 0 {
+		opts.Replicas = &replicas
+	}
+	desired := kube.StatefulSet(m, opts)
+	ctx, cancel := context.WithTimeout(ctx, replaceWait)
+	defer cancel()
+	for {
+		err := w.Applier.ReplaceStatefulSet(ctx, m, desired)
+		var t *kube.Terminating
+		if !errors.As(err, &t) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
