@@ -47,10 +47,10 @@ type Config struct {
 	// verification of peers' certificates, or only of their host names.
 	TLSAllowInvalidCerts     bool
 	TLSAllowInvalidHostnames bool
-	SetParameters   map[string]string
-	ConfigFile      string
-	ShowVersion     bool
-	ShowHelp        bool
+	SetParameters            map[string]string
+	ConfigFile               string
+	ShowVersion              bool
+	ShowHelp                 bool
 	// LogPath/LogAppend send the log to a file as mongod does (stdout otherwise).
 	LogPath   string
 	LogAppend bool
