@@ -187,3 +187,38 @@ func TestMongoshTLS(t *testing.T) {
 		t.Fatalf("mongosh --tls: %v\n%s", err, out)
 	}
 }
+
+// One step of spec.tls.mode, rolled one member at a time, leaves a set whose
+// members all reach each other: allowTLS with preferTLS members (the
+// allowTLS one dials plain, the others accept it), and preferTLS with
+// requireTLS ones (all dial TLS). The operator refuses the jump from
+// allowTLS to requireTLS, whose members could not talk.
+func TestTLSModesOneStepApartFormASet(t *testing.T) {
+	p := newTestPKI(t)
+	for _, modes := range [][]string{{"allowTLS", "preferTLS", "preferTLS"}, {"preferTLS", "requireTLS", "requireTLS"}} {
+		t.Run(strings.Join(modes, "+"), func(t *testing.T) {
+			var ms []*member
+			for _, mode := range modes {
+				ms = append(ms, newMember(t, "--tlsMode", mode, "--tlsCertificateKeyFile", p.memberFile, "--tlsCAFile", p.caFile,
+					"--tlsAllowConnectionsWithoutCertificates"))
+			}
+			opts := "tls=true&tlsCAFile=" + p.caFile
+			c := tlsClient(t, ms[1], opts)
+			mustRun(t, c, bson.D{{Key: "replSetInitiate", Value: rsConfig(ms, fastSettings)}})
+			waitFor(t, 30*time.Second, "a primary and two secondaries", func() bool {
+				r, err := run(c, bson.D{{Key: "replSetGetStatus", Value: 1}})
+				if err != nil {
+					return false
+				}
+				arr, _ := r.Lookup("members").Array().Values()
+				up := 0
+				for _, v := range arr {
+					if s, _ := v.Document().Lookup("state").AsInt64OK(); s == 1 || s == 2 {
+						up++
+					}
+				}
+				return up == 3
+			})
+		})
+	}
+}
