@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
@@ -28,7 +29,7 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 		EventLog:           v1alpha1.EventLogPosition{Sequence: s.Seq, Store: store},
 		Replicas:           max(o.Replicas, 0),
 		Selector:           "app.kubernetes.io/instance=" + m.Name + ",app.kubernetes.io/component=member",
-		ConnectionString:   connectionString(m, clusterDomain),
+		ConnectionString:   kube.ConnectionString(m, clusterDomain),
 	}
 	st.Version, st.FeatureCompatibilityVersion = runningVersions(s.Versions), s.Versions.FCV
 	healthy := int32(0)
@@ -171,14 +172,6 @@ func nonEmpty(s, dflt string) string {
 }
 
 // connectionString is a replica-set URI with no credentials.
-func connectionString(m *v1alpha1.Mgors, clusterDomain string) string {
-	var hosts []string
-	for i := int32(0); i < m.Spec.Members; i++ {
-		hosts = append(hosts, m.MemberHost(i, clusterDomain))
-	}
-	return "mongodb://" + strings.Join(hosts, ",") + "/?replicaSet=" + m.ReplSetName() + "&authSource=admin"
-}
-
 func marshalState(s State) ([]byte, error) { return json.Marshal(s) }
 
 func unmarshalState(b []byte, s *State) error { return json.Unmarshal(b, s) }

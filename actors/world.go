@@ -80,7 +80,11 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 			return nil, fmt.Errorf("the keyfile Secret %s has no key %q", name, v1alpha1.KeyfileSecretKey)
 		}
 	}
-	key := auth.String() + "@" + sec.ResourceVersion
+	tlsConf, tlsKey, err := w.clientTLS(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	key := auth.String() + "@" + sec.ResourceVersion + tlsKey
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c, ok := w.admins[string(m.UID)]
@@ -92,6 +96,7 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 	}
 	opts := w.Mongo
 	opts.Credentials = cred
+	opts.TLS = tlsConf
 	newAdmin := w.NewAdmin
 	if newAdmin == nil {
 		newAdmin = func(o mongo.Options) mongo.Admin { return mongo.NewClient(o) }
@@ -136,7 +141,12 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	users := w.readUsers(ctx, m)
 	o.Admin, o.Operator = users.admin.Credential, users.operator.Credential
 	admin, err := w.admin(ctx, m, auth)
+	var ce *caError
 	switch {
+	case errors.As(err, &ce) && apierrors.IsNotFound(errors.Unwrap(ce.err)):
+		return o, nil // the TLS Secrets come with EnsureObjects
+	case errors.As(err, &ce):
+		return o, err
 	case auth == AuthOperator && err != nil:
 		// Its Secret is gone: nothing opens the user. That is an observation,
 		// not a failed one: the decider switches back to the keyfile.
@@ -226,6 +236,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 			o.Problems = append(o.Problems, problems...)
 			return err
 		}(),
+		w.observeTLSSecrets(m, get),
 		func() error { // the budget is decided apart (decide_budget.go): only read here
 			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
 			defer cancel()
@@ -415,6 +426,9 @@ func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error 
 	var kl *kube.KeyfileLost
 	if lost != nil && !errors.As(lost, &kl) {
 		return lost
+	}
+	if err := w.Applier.EnsureTLS(ctx, m, w.ClusterDomain); err != nil {
+		return err
 	}
 	if _, err := w.Applier.EnsureService(ctx, kube.HeadlessService(m)); err != nil {
 		return err

@@ -282,7 +282,10 @@ func MongodArgs(m *v1alpha1.Mgors) []string {
 		if mode == "" {
 			mode = "requireTLS"
 		}
-		args = append(args, "--tlsMode", mode, "--tlsCertificateKeyFile", tlsPEM, "--tlsCAFile", tlsCA)
+		// Clients need the CA, not a certificate of their own (they log in with
+		// SCRAM); one that presents a certificate is still verified.
+		args = append(args, "--tlsMode", mode, "--tlsCertificateKeyFile", tlsPEM, "--tlsCAFile", tlsCA,
+			"--tlsAllowConnectionsWithoutCertificates")
 	}
 	return args
 }
@@ -347,7 +350,7 @@ func podSpec(m *v1alpha1.Mgors, component string, res corev1.ResourceRequirement
 			corev1.VolumeMount{Name: tlsVolume, MountPath: TLSDir})
 		volumes = append(volumes,
 			corev1.Volume{Name: tlsSecretVolume, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
-				SecretName: t.CertificateSecretRef.Name, DefaultMode: ptr.To[int32](0o400)}}},
+				SecretName: CertificateSecretName(m), DefaultMode: ptr.To[int32](0o400)}}},
 			corev1.Volume{Name: tlsVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})
 		if t.CASecretRef != nil {
 			initMounts = append(initMounts, corev1.VolumeMount{Name: caSecretVolume, MountPath: caSecretDir, ReadOnly: true})

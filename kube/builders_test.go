@@ -260,7 +260,7 @@ func TestTemplateHash(t *testing.T) {
 			m.Spec.Resources.Limits = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
 		}, true},
 		{"tls", func(m *v1alpha1.Mgors) {
-			m.Spec.TLS = &v1alpha1.TLSSpec{CertificateSecretRef: v1alpha1.SecretReference{Name: "tls"}}
+			m.Spec.TLS = &v1alpha1.TLSSpec{CertificateSecretRef: &v1alpha1.SecretReference{Name: "tls"}}
 		}, true},
 		{"members", func(m *v1alpha1.Mgors) { m.Spec.Members = 5 }, false},
 		{"pod annotations", func(m *v1alpha1.Mgors) { m.Spec.PodAnnotations = map[string]string{"a": "b"} }, false},
@@ -384,7 +384,7 @@ func TestArbiterResourcesFromTheSpec(t *testing.T) {
 
 func TestTLS(t *testing.T) {
 	m := sample(func(m *v1alpha1.Mgors) {
-		m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "preferTLS", CertificateSecretRef: v1alpha1.SecretReference{Name: "cert"},
+		m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "preferTLS", CertificateSecretRef: &v1alpha1.SecretReference{Name: "cert"},
 			CASecretRef: &v1alpha1.SecretReference{Name: "ca"}}
 	})
 	p := StatefulSet(m, Options{}).Spec.Template.Spec

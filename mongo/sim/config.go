@@ -39,10 +39,18 @@ type Config struct {
 	TLSMode         string
 	TLSCertKeyFile  string
 	TLSCAFile       string
-	SetParameters   map[string]string
-	ConfigFile      string
-	ShowVersion     bool
-	ShowHelp        bool
+	// TLSAllowNoCert is --tlsAllowConnectionsWithoutCertificates: with a CA
+	// file, clients without a certificate are accepted (those with one are
+	// still verified); without it mongod rejects them.
+	TLSAllowNoCert bool
+	// TLSAllowInvalidCerts and TLSAllowInvalidHostnames turn off the
+	// verification of peers' certificates, or only of their host names.
+	TLSAllowInvalidCerts     bool
+	TLSAllowInvalidHostnames bool
+	SetParameters            map[string]string
+	ConfigFile               string
+	ShowVersion              bool
+	ShowHelp                 bool
 	// LogPath/LogAppend send the log to a file as mongod does (stdout otherwise).
 	LogPath   string
 	LogAppend bool
@@ -314,6 +322,12 @@ func (c *Config) set(o option, flag, shown string, val any) error {
 		c.TLSCertKeyFile = str
 	case "net.tls.CAFile", "net.ssl.CAFile":
 		c.TLSCAFile = str
+	case "net.tls.allowConnectionsWithoutCertificates":
+		c.TLSAllowNoCert = truthy
+	case "net.tls.allowInvalidCertificates":
+		c.TLSAllowInvalidCerts = truthy
+	case "net.tls.allowInvalidHostnames":
+		c.TLSAllowInvalidHostnames = truthy
 	case "setParameter":
 		c.SetParameters[strings.TrimPrefix(key, "setParameter.")] = fmt.Sprint(val)
 	case "systemLog.path":

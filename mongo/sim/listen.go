@@ -133,7 +133,7 @@ func (n *Node) serveConn(nc net.Conn) {
 	raw := nc
 	nc, err := n.acceptTLS(raw)
 	if err != nil {
-		if errors.Is(err, errPlainOnRequireTLS) {
+		if errors.Is(err, errPlainOnRequireTLS) || errors.Is(err, errHandshake) {
 			n.logI("NETWORK", 22988, "Error receiving request from client. Ending connection from remote", func(e *zerolog.Event) {
 				e.Str("remote", raw.RemoteAddr().String()).Str("err", err.Error())
 			})

@@ -43,6 +43,7 @@ type Node struct {
 	store     *Store
 	keyFile   string // internal-auth key (trimmed), empty without --keyFile
 	tlsConf   *tls.Config
+	tlsSet    *tlsSettings
 	bindAddrs []net.IP // specific addresses we listen on (nil entries for all)
 	localIP   net.IP   // source address for outgoing connections
 	// systemCreds caches the __system@local SCRAM credentials derived from the keyfile, by mechanism.
@@ -149,11 +150,11 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 		n.keyFile = keys[0] // the first key authenticates outgoing connections
 	}
 	if cfg.TLSMode == "requireTLS" || cfg.TLSMode == "preferTLS" || cfg.TLSMode == "allowTLS" {
-		cert, err := tls.LoadX509KeyPair(cfg.TLSCertKeyFile, cfg.TLSCertKeyFile)
+		ts, err := newTLSSettings(cfg)
 		if err != nil {
-			return nil, &OptionError{fmt.Sprintf("cannot read certificate file: %s %v", cfg.TLSCertKeyFile, err)}
+			return nil, err
 		}
-		n.tlsConf = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		n.tlsSet, n.tlsConf = ts, ts.server
 	}
 	st, err := OpenStore(cfg.DBPath)
 	if err != nil {

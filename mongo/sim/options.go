@@ -213,6 +213,7 @@ var modelled = map[string]bool{
 	"net.port": true, "net.bindIp": true, "net.bindIpAll": true, "storage.dbPath": true, "security.keyFile": true,
 	"security.clusterAuthMode": true, "security.authorization": true, "security.relaxPermChecks": true, "security.transitionToAuth": true,
 	"net.tls.mode": true, "net.tls.certificateKeyFile": true, "net.tls.CAFile": true,
+	"net.tls.allowConnectionsWithoutCertificates": true, "net.tls.allowInvalidCertificates": true, "net.tls.allowInvalidHostnames": true,
 	"net.ssl.mode": true, "net.ssl.PEMKeyFile": true, "net.ssl.CAFile": true,
 	"setParameter": true, "replication.replSet": true, "replication.replSetName": true, "replication.oplogSizeMB": true,
 	"systemLog.path": true, "systemLog.logAppend": true, "systemLog.destination": true, "processManagement.fork": true,

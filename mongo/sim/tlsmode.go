@@ -2,9 +2,12 @@ package sim
 
 import (
 	"bufio"
+	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
+	"time"
 )
 
 // errPlainOnRequireTLS is mongod's refusal of a plain connection under
@@ -14,6 +17,9 @@ var errPlainOnRequireTLS = errors.New("SSLHandshakeFailed: The server is configu
 // tlsRecordHandshake is the first byte of a TLS ClientHello record; a
 // MongoDB wire message starts with its little-endian length instead.
 const tlsRecordHandshake = 0x16
+
+// tlsHandshakeTimeout bounds an accepted connection's TLS handshake.
+const tlsHandshakeTimeout = 10 * time.Second
 
 // peekedConn is a connection whose first bytes were read to tell TLS from plain.
 type peekedConn struct {
@@ -26,6 +32,8 @@ func (c *peekedConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 // acceptTLS applies --tlsMode to an accepted connection, as mongod does:
 // requireTLS serves TLS only, preferTLS and allowTLS serve TLS and plain
 // clients on the same port (told apart by the first byte), disabled plain only.
+// The TLS handshake happens here, so a client refused for its certificate
+// (see newTLSSettings) is logged as mongod logs it.
 func (n *Node) acceptTLS(nc net.Conn) (net.Conn, error) {
 	if n.tlsConf == nil {
 		return nc, nil
@@ -37,7 +45,16 @@ func (n *Node) acceptTLS(nc net.Conn) (net.Conn, error) {
 	}
 	pc := &peekedConn{Conn: nc, r: r}
 	if first[0] == tlsRecordHandshake {
-		return tls.Server(pc, n.tlsConf), nil
+		tc := tls.Server(pc, n.tlsConf)
+		ctx, cancel := context.WithTimeout(context.Background(), tlsHandshakeTimeout)
+		defer cancel()
+		if err := tc.HandshakeContext(ctx); err != nil {
+			if n.tlsConf.ClientAuth == tls.RequireAndVerifyClientCert && len(tc.ConnectionState().PeerCertificates) == 0 {
+				return nil, errNoPeerCert
+			}
+			return nil, fmt.Errorf("%w: %w", errHandshake, err)
+		}
+		return tc, nil
 	}
 	if n.cfg.TLSMode == "requireTLS" {
 		return nil, errPlainOnRequireTLS

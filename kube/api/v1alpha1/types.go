@@ -58,6 +58,7 @@ type MgorsList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.memberOptions) || self.memberOptions.all(m, m.ordinal < self.members)",message="spec.memberOptions[].ordinal must be less than spec.members"
 // +kubebuilder:validation:XValidation:rule="!has(self.arbiters) || self.arbiters == 0 || self.members >= 2",message="spec.arbiters needs at least 2 data-bearing spec.members"
 // +kubebuilder:validation:XValidation:rule="!has(self.memberOptions) || self.memberOptions.exists(m, !has(m.priority) || m.priority > 0) || self.memberOptions.size() < self.members",message="spec.memberOptions must leave at least one member electable (priority > 0)"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.tls) == has(self.tls)",message="spec.tls cannot be added to or removed from an existing replica set yet: TLS is chosen at creation (docs/design/security.md)"
 type MgorsSpec struct {
 	// Members is the number of data-bearing members of the replica set. The
 	// operator grows and shrinks the set one member at a time, and never lets a
@@ -358,15 +359,21 @@ type AuthSpec struct {
 type TLSMode string
 
 // TLSSpec turns on TLS for client and member traffic.
+// +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || self.mode == 'preferTLS' || oldSelf.mode == 'preferTLS'",message="spec.tls.mode moves one step at a time: allowTLS, preferTLS, requireTLS (members are restarted one by one)"
 type TLSSpec struct {
 	// Mode is mongod's --tlsMode: requireTLS (the default), preferTLS or allowTLS.
 	// +kubebuilder:default=requireTLS
 	// +optional
 	Mode TLSMode `json:"mode,omitempty"`
 
-	// CertificateSecretRef names a kubernetes.io/tls Secret (tls.crt, tls.key)
-	// valid for every member's DNS name.
-	CertificateSecretRef SecretReference `json:"certificateSecretRef"`
+	// CertificateSecretRef names a kubernetes.io/tls Secret (tls.crt, tls.key,
+	// and ca.crt unless caSecretRef is given: the layout cert-manager writes)
+	// valid for every DNS name of every member and arbiter, for server and
+	// client authentication (members present it to each other). Empty means
+	// the operator issues the certificate from a CA it keeps per cluster
+	// (docs/design/security.md).
+	// +optional
+	CertificateSecretRef *SecretReference `json:"certificateSecretRef,omitempty"`
 
 	// CASecretRef names a Secret whose key "ca.crt" is the CA that signed the
 	// certificates. Empty means the ca.crt of the certificate Secret.

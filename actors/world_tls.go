@@ -1,0 +1,69 @@
+package actors
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// clientTLS is the TLS configuration of the operator's connections to m's
+// members: nil without spec.tls, else one that trusts the ca.crt of the
+// cluster's CA Secret (kube.CASecretName) and checks each member's host
+// name (the driver sets it per host). The operator presents no certificate:
+// members allow connections without one and it logs in with SCRAM or the
+// keyfile. The second result identifies the CA Secret's version, so a
+// changed CA makes a new client.
+func (w *KubeWorld) clientTLS(ctx context.Context, m *v1alpha1.Mgors) (*tls.Config, string, error) {
+	if m.Spec.TLS == nil {
+		return nil, "", nil
+	}
+	name := kube.CASecretName(m)
+	sec, err := w.Applier.Secret(ctx, m.Namespace, name)
+	if err != nil {
+		return nil, "", &caError{fmt.Errorf("reading the CA Secret %s: %w", name, err)}
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(sec.Data[kube.TLSCAKey]) {
+		return nil, "", &caError{fmt.Errorf("the Secret %s has no PEM certificate under %q", name, kube.TLSCAKey)}
+	}
+	return &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, "tls:" + name + "@" + sec.ResourceVersion, nil
+}
+
+// caError is a CA the operator cannot read: no member can be asked, whatever
+// the credentials, until the Secret is there (EnsureObjects makes the
+// operator's, a user's is reported by name).
+type caError struct{ err error }
+
+func (e *caError) Error() string { return e.err.Error() }
+func (e *caError) Unwrap() error { return e.err }
+
+// observeTLSSecrets reads, through get (which counts a missing object), the
+// Secrets m's members need for TLS: the certificate, the CA when it is
+// another Secret, and the operator's issuing CA when it issues.
+func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, func(context.Context) error) error) error {
+	if m.Spec.TLS == nil {
+		return nil
+	}
+	names := []string{kube.CertificateSecretName(m)}
+	if kube.CASecretName(m) != names[0] {
+		names = append(names, kube.CASecretName(m))
+	}
+	if kube.IssuesCertificates(m) {
+		names = append(names, kube.IssuerSecretName(m))
+	}
+	var errs []error
+	for _, name := range names {
+		errs = append(errs, get("Secret "+name, func(c context.Context) error {
+			_, err := w.Kube.CoreV1().Secrets(m.Namespace).Get(c, name, metav1.GetOptions{})
+			return err
+		}))
+	}
+	return errors.Join(errs...)
+}

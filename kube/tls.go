@@ -1,0 +1,249 @@
+package kube
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// Keys of the TLS Secrets: the layout cert-manager writes
+// (kubernetes.io/tls plus ca.crt), and the issuing CA's key.
+const (
+	TLSCertKey = corev1.TLSCertKey
+	TLSKeyKey  = corev1.TLSPrivateKeyKey
+	TLSCAKey   = "ca.crt"
+	caKeyKey   = "ca.key"
+)
+
+// Lifetimes of what the operator issues. Renewal is not done yet
+// (docs/design/security.md): a year is the member certificate's life.
+const (
+	caValidity   = 10 * 365 * 24 * time.Hour
+	certValidity = 365 * 24 * time.Hour
+	// clockSkew backdates NotBefore so a member whose clock is a little
+	// behind accepts a certificate issued just now.
+	clockSkew = time.Hour
+)
+
+// IssuesCertificates says whether the operator issues m's member
+// certificate: TLS is on and spec.tls.certificateSecretRef names none.
+func IssuesCertificates(m *v1alpha1.Mgors) bool {
+	return m.Spec.TLS != nil && (m.Spec.TLS.CertificateSecretRef == nil || m.Spec.TLS.CertificateSecretRef.Name == "")
+}
+
+// CertificateSecretName is the Secret holding the members' certificate
+// (tls.crt, tls.key, ca.crt): the user's, or "<name>-tls" when the operator
+// issues it.
+func CertificateSecretName(m *v1alpha1.Mgors) string {
+	if !IssuesCertificates(m) && m.Spec.TLS != nil {
+		return m.Spec.TLS.CertificateSecretRef.Name
+	}
+	return m.Name + "-tls"
+}
+
+// CASecretName is the Secret whose ca.crt members and clients trust:
+// spec.tls.caSecretRef, else the certificate Secret.
+func CASecretName(m *v1alpha1.Mgors) string {
+	if t := m.Spec.TLS; t != nil && t.CASecretRef != nil && t.CASecretRef.Name != "" {
+		return t.CASecretRef.Name
+	}
+	return CertificateSecretName(m)
+}
+
+// IssuerSecretName is the Secret of the CA the operator keeps for m (ca.crt
+// and ca.key) when it issues the certificates.
+func IssuerSecretName(m *v1alpha1.Mgors) string { return m.Name + "-ca" }
+
+// MemberDNSNames are the names a member or arbiter of m is reached by, in
+// each form the cluster's DNS answers (pod.service.ns.svc.domain,
+// pod.service.ns.svc, pod.service.ns, pod.service), for every member and
+// arbiter of the spec, and the same forms with a wildcard for the pod so a
+// member added later is covered by the same certificate.
+func MemberDNSNames(m *v1alpha1.Mgors, clusterDomain string) []string {
+	if clusterDomain == "" {
+		clusterDomain = defaultDomain
+	}
+	svc := m.ServiceName()
+	suffixes := []string{
+		fmt.Sprintf("%s.%s.svc.%s", svc, m.Namespace, clusterDomain),
+		fmt.Sprintf("%s.%s.svc", svc, m.Namespace),
+		fmt.Sprintf("%s.%s", svc, m.Namespace),
+		svc,
+	}
+	var pods []string
+	for i := range members(m) {
+		pods = append(pods, m.PodName(i))
+	}
+	for i := range m.Spec.Arbiters {
+		pods = append(pods, fmt.Sprintf("%s-%d", ArbiterName(m), i))
+	}
+	pods = append(pods, "*")
+	var names []string
+	for _, p := range pods {
+		for _, s := range suffixes {
+			names = append(names, p+"."+s)
+		}
+	}
+	return append(names, "localhost")
+}
+
+// NewIssuerSecret is a fresh per-cluster CA (ECDSA P-256, self-signed) in a
+// Secret: ca.crt and ca.key. It lives as long as the Mgors.
+func NewIssuerSecret(m *v1alpha1.Mgors, now time.Time) (*corev1.Secret, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the CA key: %w", err)
+	}
+	serial, err := serialNumber()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: "mgors " + m.Namespace + "/" + m.Name + " CA"},
+		NotBefore: now.Add(-clockSkew), NotAfter: now.Add(caValidity),
+		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
+		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return nil, fmt.Errorf("signing the CA: %w", err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(m, IssuerSecretName(m), ""),
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			TLSCAKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			caKeyKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+		},
+	}, nil
+}
+
+// NewCertificateSecret is the members' certificate signed by the CA in
+// issuer (a Secret of NewIssuerSecret): a kubernetes.io/tls Secret with
+// tls.crt, tls.key and ca.crt, valid for MemberDNSNames, for server and
+// client authentication (members present it to each other).
+func NewCertificateSecret(m *v1alpha1.Mgors, issuer *corev1.Secret, clusterDomain string, now time.Time) (*corev1.Secret, error) {
+	ca, caKey, err := parseIssuer(issuer)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the member key: %w", err)
+	}
+	serial, err := serialNumber()
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: serial, Subject: pkix.Name{CommonName: m.ServiceName() + "." + m.Namespace, Organization: []string{"mgors"}},
+		NotBefore: now.Add(-clockSkew), NotAfter: now.Add(certValidity),
+		DNSNames:    MemberDNSNames(m, clusterDomain),
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
+		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return nil, fmt.Errorf("signing the member certificate: %w", err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: objectMeta(m, CertificateSecretName(m), ""),
+		Type:       corev1.SecretTypeTLS,
+		Data: map[string][]byte{
+			TLSCertKey: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+			TLSKeyKey:  pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}),
+			TLSCAKey:   issuer.Data[TLSCAKey],
+		},
+	}, nil
+}
+
+func parseIssuer(issuer *corev1.Secret) (*x509.Certificate, *ecdsa.PrivateKey, error) {
+	cb, _ := pem.Decode(issuer.Data[TLSCAKey])
+	kb, _ := pem.Decode(issuer.Data[caKeyKey])
+	if cb == nil || kb == nil {
+		return nil, nil, fmt.Errorf("the CA Secret %s holds no PEM certificate and key", issuer.Name)
+	}
+	ca, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("the CA Secret %s: %w", issuer.Name, err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, nil, errors.New("the CA Secret " + issuer.Name + " holds no usable EC key")
+	}
+	return ca, key, nil
+}
+
+func serialNumber() (*big.Int, error) {
+	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, fmt.Errorf("generating a serial number: %w", err)
+	}
+	return n, nil
+}
+
+// EnsureTLS makes sure the Secrets m's members read for TLS exist: when the
+// operator issues the certificate, its CA Secret and the certificate Secret
+// are created if missing (an existing one is kept, as every Secret); a
+// user's Secrets must hold tls.crt, tls.key and ca.crt (in the CA Secret
+// when caSecretRef names one), else the result is a MissingSecretKey.
+func (a *Applier) EnsureTLS(ctx context.Context, m *v1alpha1.Mgors, clusterDomain string) error {
+	if m.Spec.TLS == nil {
+		return nil
+	}
+	if !IssuesCertificates(m) {
+		if CASecretName(m) != CertificateSecretName(m) {
+			if _, err := a.ensureSecret(ctx, m.Namespace, CASecretName(m), userSecret(CASecretName(m)), []string{TLSCAKey}); err != nil {
+				return err
+			}
+			_, err := a.ensureSecret(ctx, m.Namespace, CertificateSecretName(m), userSecret(CertificateSecretName(m)), []string{TLSCertKey, TLSKeyKey})
+			return err
+		}
+		_, err := a.ensureSecret(ctx, m.Namespace, CertificateSecretName(m), userSecret(CertificateSecretName(m)), []string{TLSCertKey, TLSKeyKey, TLSCAKey})
+		return err
+	}
+	now := time.Now()
+	if _, err := a.ensureSecret(ctx, m.Namespace, IssuerSecretName(m), func() (*corev1.Secret, error) {
+		return NewIssuerSecret(m, now)
+	}, []string{TLSCAKey, caKeyKey}); err != nil {
+		return err
+	}
+	_, err := a.ensureSecret(ctx, m.Namespace, CertificateSecretName(m), func() (*corev1.Secret, error) {
+		issuer, err := a.Secret(ctx, m.Namespace, IssuerSecretName(m))
+		if err != nil {
+			return nil, fmt.Errorf("reading the CA Secret %s: %w", IssuerSecretName(m), err)
+		}
+		return NewCertificateSecret(m, issuer, clusterDomain, now)
+	}, []string{TLSCertKey, TLSKeyKey, TLSCAKey})
+	return err
+}
+
+// userSecret is the build of a Secret the spec names: the operator makes
+// none in a user's name, and says which one is missing.
+func userSecret(name string) func() (*corev1.Secret, error) {
+	return func() (*corev1.Secret, error) {
+		return nil, fmt.Errorf("secret %s named in spec.tls does not exist", name)
+	}
+}
