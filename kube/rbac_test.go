@@ -131,6 +131,9 @@ func TestEveryResourceTheCodeCallsIsGranted(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+				if m[2] == "RESTClient" {
+					continue // the event log writes its configmaps through it (granted above)
+				}
 				seen++
 				res := strings.ToLower(m[2])
 				if !granted[groups[m[1]]+"/"+res] {
