@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,12 +11,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -203,7 +199,7 @@ func TestShardedReplicas(t *testing.T) {
 		t.Skip("runs 3-4 replicas for a few seconds of Lease expiries")
 	}
 	const n = 30
-	r := &shardRig{t: t, kc: leasesVersioned(k8sfake.NewClientset()), mc: mgorsfake.NewClientset(), store: eventlog.NewMemory(),
+	r := &shardRig{t: t, kc: mgorsfake.Versioned(k8sfake.NewClientset(), "leases"), mc: mgorsfake.NewClientset(), store: eventlog.NewMemory(),
 		world: &worlds{by: map[string]*fakeWorld{}}, replicas: map[string]*replica{}, runs: map[string]int{}}
 	for i := range n {
 		m := mgors()
@@ -456,35 +452,6 @@ func (r *shardRig) uidOf(key string) string {
 		r.t.Fatal(err)
 	}
 	return string(o.UID)
-}
-
-// leasesVersioned gives the fake's Leases resourceVersions and conflicts, as
-// the API server does.
-func leasesVersioned(c *k8sfake.Clientset) *k8sfake.Clientset {
-	var mu sync.Mutex
-	var rv int64
-	c.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch a.GetVerb() {
-		case "create":
-			rv++
-			a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetResourceVersion(strconv.FormatInt(rv, 10))
-		case "update":
-			obj := a.(k8stesting.UpdateAction).GetObject().(metav1.Object)
-			stored, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.GetName())
-			if err != nil {
-				return true, nil, err
-			}
-			if stored.(metav1.Object).GetResourceVersion() != obj.GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.GetName(), errors.New("stale resourceVersion"))
-			}
-			rv++
-			obj.SetResourceVersion(strconv.FormatInt(rv, 10))
-		}
-		return false, nil, nil
-	})
-	return c
 }
 
 // waitLong is waitFor with room for 30 clusters bootstrapping under the race

@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
+
+	mgorsfake "github.com/mgors/operator/kube/client/fake"
 )
 
 func rec(s Stream, seq int64, typ string) Record {
@@ -165,61 +162,10 @@ func TestStoreSecondWriterRefused(t *testing.T) {
 	}
 }
 
-// apiServerLike is a fake clientset that, like the API server, gives objects a
-// resourceVersion and refuses an update or a patch carrying a stale one. (That
-// the real API server does so, and answers metadata only, TestKubeAPIServer
-// proves.)
+// apiServerLike is a fake clientset whose ConfigMaps, like the API server's,
+// get a resourceVersion on every write and refuse a stale one.
 func apiServerLike() *fake.Clientset {
-	c := fake.NewClientset()
-	var rv int64
-	c.PrependReactor("*", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		// Create and update actions share one method set: tell them by verb.
-		switch a.GetVerb() {
-		case "create":
-			rv++
-			a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetResourceVersion(strconv.FormatInt(rv, 10))
-		case "update":
-			obj := a.(k8stesting.UpdateAction).GetObject().(metav1.Object)
-			stored, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.GetName())
-			if err != nil {
-				return true, nil, err
-			}
-			if stored.(metav1.Object).GetResourceVersion() != obj.GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.GetName(), errors.New("stale resourceVersion"))
-			}
-			rv++
-			obj.SetResourceVersion(strconv.FormatInt(rv, 10))
-		case "patch":
-			// The tracker applies a patch but neither checks the
-			// resourceVersion it carries nor moves it.
-			pa := a.(k8stesting.PatchAction)
-			var p struct {
-				Metadata metav1.ObjectMeta `json:"metadata"`
-			}
-			if err := json.Unmarshal(pa.GetPatch(), &p); err != nil {
-				return true, nil, apierrors.NewBadRequest(err.Error())
-			}
-			stored, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), pa.GetName())
-			if err != nil {
-				return true, nil, err
-			}
-			if want := p.Metadata.ResourceVersion; want != "" && want != stored.(metav1.Object).GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), pa.GetName(), errors.New("stale resourceVersion"))
-			}
-			_, obj, err := k8stesting.ObjectReaction(c.Tracker())(a)
-			if err != nil {
-				return true, nil, err
-			}
-			rv++
-			obj.(metav1.Object).SetResourceVersion(strconv.FormatInt(rv, 10))
-			if err := c.Tracker().Update(a.GetResource(), obj, a.GetNamespace()); err != nil {
-				return true, nil, err
-			}
-			return true, obj, nil
-		}
-		return false, nil, nil
-	})
-	return c
+	return mgorsfake.Versioned(fake.NewClientset(), "configmaps")
 }
 
 // A snapshot is fenced like an append: a writer whose view of the log is stale

@@ -4,17 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
-	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	mgorsfake "github.com/mgors/operator/kube/client/fake"
@@ -28,7 +24,7 @@ type rig struct {
 }
 
 func newRig(t *testing.T, n int) *rig {
-	r := &rig{kc: versioned(fake.NewClientset()), mc: mgorsfake.NewClientset(), keepers: map[string]*Keeper{}}
+	r := &rig{kc: mgorsfake.Versioned(fake.NewClientset(), "leases"), mc: mgorsfake.NewClientset(), keepers: map[string]*Keeper{}}
 	for i := range n {
 		m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: fmt.Sprintf("rs-%02d", i), UID: types.UID(fmt.Sprintf("uid-%02d-%d", i, i*7919))}}
 		if _, err := r.mc.Mgorses("db").Create(context.Background(), m, metav1.CreateOptions{}); err != nil {
@@ -212,31 +208,4 @@ func TestKeeper(t *testing.T) {
 	if l.Labels[LabelLease] != "mgors-operator" {
 		t.Fatalf("Lease labels %v", l.Labels)
 	}
-}
-
-// versioned makes the fake's Leases behave as the API server's do: every
-// write gets a new resourceVersion, and an update carrying a stale one is a
-// Conflict (the Keeper's renewal and the assigner's take-over rely on it).
-func versioned(c *fake.Clientset) *fake.Clientset {
-	var rv int64
-	c.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		switch a.GetVerb() {
-		case "create":
-			rv++
-			a.(k8stesting.CreateAction).GetObject().(metav1.Object).SetResourceVersion(strconv.FormatInt(rv, 10))
-		case "update":
-			obj := a.(k8stesting.UpdateAction).GetObject().(metav1.Object)
-			stored, err := c.Tracker().Get(a.GetResource(), a.GetNamespace(), obj.GetName())
-			if err != nil {
-				return true, nil, err
-			}
-			if stored.(metav1.Object).GetResourceVersion() != obj.GetResourceVersion() {
-				return true, nil, apierrors.NewConflict(a.GetResource().GroupResource(), obj.GetName(), errors.New("stale resourceVersion"))
-			}
-			rv++
-			obj.SetResourceVersion(strconv.FormatInt(rv, 10))
-		}
-		return false, nil, nil
-	})
-	return c
 }
