@@ -311,7 +311,9 @@ func TestShardedReplicas(t *testing.T) {
 	paused := time.Now()
 	rep3.stopKeep()
 	rep3.stopPoll()
-	<-rep3.keepDone
+	if err := <-rep3.keepDone; err != nil {
+		t.Logf("r3's keeper, stopped: %v", err)
+	}
 	waitLong(t, "r3's clusters to be labelled elsewhere", func() bool {
 		list, err := r.mc.Mgorses("db").List(context.Background(), metav1.ListOptions{})
 		if err != nil {
@@ -428,7 +430,9 @@ func (r *shardRig) stopCleanly(id string) {
 	rep.stopPoll()
 	_ = rep.sys.Root.PoisonFuture(rep.mgr).Wait()
 	rep.stopKeep()
-	<-rep.keepDone
+	if err := <-rep.keepDone; err != nil {
+		r.t.Logf("%s's keeper, stopped: %v", rep.id, err)
+	}
 	if err := rep.keeper.Release(context.Background()); err != nil {
 		r.t.Fatal(err)
 	}

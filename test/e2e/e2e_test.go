@@ -405,7 +405,7 @@ func checkHealthMetrics(t *testing.T, env *harness.Env, cluster string) {
 	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := env.Client.CoreV1().Pods("mgors-system").List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=mgors-operator"})
 		if err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // a failed list is tried again until the timeout
 		}
 		for _, p := range pods.Items {
 			out, err := kubectl(t, env, "", "get", "--raw", "/api/v1/namespaces/mgors-system/pods/"+p.Name+":8080/proxy/metrics")
