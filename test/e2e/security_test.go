@@ -86,14 +86,7 @@ func TestNamespacedInstall(t *testing.T) {
 	env := harness.Cluster(t)
 	installCRD(t, env)
 	ctx := context.Background()
-	if out, err := kubectl(t, env, "", "-n", "mgors-system", "get", "deployment", "mgors-operator", "-o", "name"); err == nil && strings.TrimSpace(out) != "" {
-		mustKubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=0")
-		t.Cleanup(func() {
-			mustKubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=2")
-			mustKubectl(t, env, "", "-n", "mgors-system", "rollout", "status", "deployment/mgors-operator", "--timeout=180s")
-		})
-		waitGoneIn(t, env, "mgors-system", "pods", "app.kubernetes.io/name=mgors-operator")
-	}
+	withoutOperator(t, env)
 	kubectlBin := filepath.Join(env.Dir, "bin", "kubectl")
 	out, err := exec.CommandContext(ctx, kubectlBin, "kustomize", filepath.Join(repo(t), "deploy", "namespaced")).Output()
 	if err != nil {
@@ -147,4 +140,21 @@ func TestNamespacedInstall(t *testing.T) {
 	waitSecret(t, env, m.KeyfileSecretName(), "unprotected after the Mgors went", func(s *corev1.Secret, err error) bool {
 		return err == nil && !kube.Protected(s)
 	})
+}
+
+// withoutOperator scales the cluster-wide operator, when an earlier test
+// deployed it, to zero until the test ends: nothing else acts on (or writes
+// the event log of) the test's Mgors.
+func withoutOperator(t *testing.T, env *harness.Env) {
+	t.Helper()
+	out, err := kubectl(t, env, "", "-n", "mgors-system", "get", "deployment", "mgors-operator", "-o", "name")
+	if err != nil || strings.TrimSpace(out) == "" {
+		return
+	}
+	mustKubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=0")
+	t.Cleanup(func() {
+		mustKubectl(t, env, "", "-n", "mgors-system", "scale", "deployment/mgors-operator", "--replicas=2")
+		mustKubectl(t, env, "", "-n", "mgors-system", "rollout", "status", "deployment/mgors-operator", "--timeout=180s")
+	})
+	waitGoneIn(t, env, "mgors-system", "pods", "app.kubernetes.io/name=mgors-operator")
 }
