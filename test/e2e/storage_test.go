@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/actors"
@@ -166,16 +167,23 @@ func TestExpansionRefusedWithoutAllowVolumeExpansion(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var pvc *corev1.PersistentVolumeClaim
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		var err error
-		pvc, err = pvcs.Get(ctx, "fixed", metav1.GetOptions{})
+		pvc, err := pvcs.Get(ctx, "fixed", metav1.GetOptions{})
 		return err == nil && pvc.Status.Phase == corev1.ClaimBound, nil
 	}); err != nil {
 		t.Fatalf("the claim is not bound: %v", err)
 	}
-	pvc.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
-	_, err := pvcs.Update(ctx, pvc, metav1.UpdateOptions{})
+	// Controllers may still be writing the claim just bound (a Conflict):
+	// grow the newest copy until the answer is something else.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := pvcs.Get(ctx, "fixed", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("2Gi")
+		_, err = pvcs.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if !apierrors.IsForbidden(err) {
 		t.Fatalf("growing a claim of a class without allowVolumeExpansion: %v, want Forbidden", err)
 	}
