@@ -51,7 +51,7 @@ func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snaps
 	sort.Slice(segments, func(i, j int) bool { return segmentIndex(segments[i]) < segmentIndex(segments[j]) })
 	var all []Record
 	for _, seg := range segments {
-		recs, err := decodeSegment(seg)
+		recs, err := SegmentRecords(seg)
 		if err != nil {
 			return nil, nil, fmt.Errorf("eventlog: %s: segment %s: %w", s, seg.Name, err)
 		}
@@ -81,12 +81,13 @@ func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snaps
 	return snap, recs, nil
 }
 
-// decodeSegment returns a segment's records in seq order: the legacy JSON
+// SegmentRecords returns a segment ConfigMap's records in seq order (tools
+// that follow a log by watching its ConfigMaps read them with it): the legacy JSON
 // lines first (a segment written before records were kept in chunks), then
 // each chunk's lines in key order. A key that is not a chunk's, a chunk that
 // does not begin with its key's record, or a torn line is an error: nothing
 // is skipped silently.
-func decodeSegment(cm corev1.ConfigMap) ([]Record, error) {
+func SegmentRecords(cm corev1.ConfigMap) ([]Record, error) {
 	var out []Record
 	keys := make([]string, 0, len(cm.Data))
 	for key := range cm.Data {

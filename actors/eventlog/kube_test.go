@@ -121,11 +121,11 @@ func TestDecodeSegmentRefusesWhatIsNotARecord(t *testing.T) {
 		"torn chunk":      {chunkKey(1): line(1) + strings.TrimSuffix(line(2), "\n")},
 		"torn legacy":     {legacyKey: strings.TrimSuffix(line(1), "\n")[:20]},
 	} {
-		if _, err := decodeSegment(corev1.ConfigMap{Data: data}); err == nil {
+		if _, err := SegmentRecords(corev1.ConfigMap{Data: data}); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
 	}
-	recs, err := decodeSegment(corev1.ConfigMap{Data: map[string]string{
+	recs, err := SegmentRecords(corev1.ConfigMap{Data: map[string]string{
 		chunkKey(10): line(10) + line(11), legacyKey: line(8) + line(9), chunkKey(12): line(12),
 	}})
 	if err != nil || len(recs) != 5 || CheckSequence(7, recs) != nil {

@@ -425,9 +425,12 @@ func leaseHolder(ctx context.Context, s *chaos.Scene) (string, time.Time) {
 func watchLog(ctx context.Context, s *chaos.Scene, c chaos.ClusterRef, fn func(eventlog.Record) bool) error {
 	seen := map[int64]bool{}
 	feed := func(cm *corev1.ConfigMap) bool {
-		for _, line := range strings.Split(cm.Data["log.jsonl"], "\n") {
-			var r eventlog.Record
-			if line == "" || json.Unmarshal([]byte(line), &r) != nil || seen[r.Seq] {
+		recs, err := eventlog.SegmentRecords(*cm)
+		if err != nil {
+			return false // not a segment: the snapshot
+		}
+		for _, r := range recs {
+			if seen[r.Seq] {
 				continue
 			}
 			seen[r.Seq] = true
