@@ -163,26 +163,7 @@ func TestOperatorKilledAfterEachEventConverges(t *testing.T) {
 			})
 			second.stop()
 
-			fs, err := eventlog.NewFile(store)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stream := eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)}
-			snap, recs, err := fs.Load(ctx, stream)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s := actors.Initial()
-			if snap != nil {
-				t.Fatalf("unexpected snapshot in a short log")
-			}
-			if err := eventlog.CheckSequence(0, recs); err != nil {
-				t.Fatalf("the log has a gap: %v", err)
-			}
-			s, err = actors.Fold(s, recs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			recs, s := foldedLog(t, store, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
 			// One initiate and two users (the operator's and the admin), all made
 			// by the operator: a found config or user would mean an initiate or a
 			// creation reached a cluster that already had one. No reconfig of a
@@ -265,21 +246,7 @@ func TestOperatorKilledDuringARecoveryConverges(t *testing.T) {
 			})
 			third.stop()
 
-			fs, err := eventlog.NewFile(store)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, recs, err := fs.Load(ctx, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := eventlog.CheckSequence(0, recs); err != nil {
-				t.Fatalf("the log has a gap: %v", err)
-			}
-			s, err := actors.Fold(actors.Initial(), recs)
-			if err != nil {
-				t.Fatal(err)
-			}
+			recs, s := foldedLog(t, store, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
 			recovered := false
 			for _, r := range recs {
 				e, _, _ := actors.Decode(r)
@@ -295,4 +262,29 @@ func TestOperatorKilledDuringARecoveryConverges(t *testing.T) {
 			}
 		})
 	}
+}
+
+// foldedLog loads a host operator's whole event log from its file store (a
+// short log: no snapshot), checks it has no gap, and folds it.
+func foldedLog(t *testing.T, store string, stream eventlog.Stream) ([]eventlog.Record, actors.State) {
+	t.Helper()
+	fs, err := eventlog.NewFile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, recs, err := fs.Load(context.Background(), stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap != nil {
+		t.Fatalf("unexpected snapshot in a short log")
+	}
+	if err := eventlog.CheckSequence(0, recs); err != nil {
+		t.Fatalf("the log has a gap: %v", err)
+	}
+	s, err := actors.Fold(actors.Initial(), recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return recs, s
 }

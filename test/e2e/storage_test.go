@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/mgors/operator/actors"
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/localkube/cluster"
@@ -257,21 +256,7 @@ func TestStorageGrowthFinishedAfterACrash(t *testing.T) {
 	if after := pod(); after != before {
 		t.Errorf("the member restarted: pod UID/restarts %s before, %s after", before, after)
 	}
-	fs, err := eventlog.NewFile(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, recs, err := fs.Load(ctx, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := eventlog.CheckSequence(0, recs); err != nil {
-		t.Fatalf("the log has a gap: %v", err)
-	}
-	s, err := actors.Fold(actors.Initial(), recs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	recs, s := foldedLog(t, store, eventlog.Stream{Namespace: env.Namespace, Name: name, UID: string(created.UID)})
 	grownOnce := 0
 	for _, r := range recs {
 		if r.Type == "StorageGrown" {
