@@ -136,6 +136,7 @@ func (c *cluster) release() {
 		timeout = 3 * kube.DefaultCallTimeout
 	}
 	go func() {
+		defer recoverIn(log, "releasing the Secrets")
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		if err := r.Release(ctx, m); err != nil {
