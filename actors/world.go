@@ -12,9 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -30,8 +28,12 @@ const AdminUsername = "admin"
 // once it exists, and before that with the cluster's keyfile as mongod's
 // internal user (which works before any user exists, so the first users are
 // created without the localhost exception). world_users.go has the users.
+// The observation reads the Kubernetes objects from Cache only (the shared
+// informer caches, docs/design/lifecycle.md); writes go through Applier and
+// Status, each only when something must change.
 type KubeWorld struct {
-	Kube     kubernetes.Interface
+	// Cache is what the observation reads: kube.Informers in the operator.
+	Cache    kube.Reader
 	Applier  *kube.Applier
 	Status   *kube.StatusWriter
 	Recorder *kube.Recorder
@@ -66,7 +68,7 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 	if auth == AuthOperator {
 		name = m.OperatorSecretName()
 	}
-	sec, err := w.Applier.Secret(ctx, m.Namespace, name)
+	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
 	if err != nil {
 		return nil, fmt.Errorf("reading the Secret %s: %w", name, err)
 	}
@@ -128,7 +130,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	if err := w.observeObjects(ctx, m, &o); err != nil {
 		return o, err
 	}
-	problems, err := w.Applier.Diagnose(ctx, m)
+	problems, err := w.Applier.Diagnose(ctx, w.Cache, m)
 	if err != nil {
 		return o, fmt.Errorf("diagnosing: %w", err)
 	}
@@ -190,7 +192,7 @@ func (w *KubeWorld) withLeaving(m *v1alpha1.Mgors, desired []mongo.DesiredMember
 // only of the nodes of pods not Ready (fencing skips a pod whose node is
 // NotReady), so a healthy cluster reads none. A failed read leaves the
 // nodes unknown, which no rule acts on.
-func (w *KubeWorld) observeNodes(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+func (w *KubeWorld) observeNodes(m *v1alpha1.Mgors, o *Observation) {
 	every := m.Spec.Recovery.NodeLossGracePeriod != nil
 	var names []string
 	for _, p := range o.Pods {
@@ -199,7 +201,7 @@ func (w *KubeWorld) observeNodes(ctx context.Context, m *v1alpha1.Mgors, o *Obse
 		}
 	}
 	sort.Strings(names)
-	nodes, err := w.Applier.Nodes(ctx, names)
+	nodes, err := kube.Nodes(w.Cache, names)
 	if err != nil {
 		return
 	}
@@ -211,64 +213,53 @@ func (w *KubeWorld) observeNodes(ctx context.Context, m *v1alpha1.Mgors, o *Obse
 	}
 }
 
+// observeObjects reads the cluster's objects from the cache: what is
+// missing or outdated (ObjectsReady), the StatefulSets' replicas, the
+// budget, the pods, their nodes and the claims.
 func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Observation) error {
 	var missing []string
-	get := func(what string, f func(context.Context) error) error {
-		cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-		defer cancel()
-		err := f(cctx)
+	get := func(what string, err error) error {
 		if apierrors.IsNotFound(err) {
 			missing = append(missing, what)
 			return nil
 		}
 		return err
 	}
-	cs := w.Kube
-	var sts, arb *appsv1.StatefulSet
+	c := w.Cache
+	_, svcErr := c.Service(m.Namespace, m.ServiceName())
+	sts, stsErr := c.StatefulSet(m.Namespace, m.Name)
+	// read also when spec.arbiters is 0: one left over is deleted
+	arb, arbErr := c.StatefulSet(m.Namespace, kube.ArbiterName(m))
+	if apierrors.IsNotFound(arbErr) {
+		arb, arbErr = nil, nil
+		if m.Spec.Arbiters > 0 {
+			missing = append(missing, "StatefulSet "+kube.ArbiterName(m))
+		}
+	}
+	// the budget is decided apart (decide_budget.go): only read here
+	pdb, pdbErr := c.PodDisruptionBudget(m.Namespace, m.Name)
+	if pdbErr == nil && pdb.Spec.MinAvailable != nil {
+		o.Budget = pdb.Spec.MinAvailable.IntVal
+	}
+	if apierrors.IsNotFound(pdbErr) {
+		pdbErr = nil
+	}
 	err := errors.Join(
-		get("Service "+m.ServiceName(), func(c context.Context) error {
-			_, err := cs.CoreV1().Services(m.Namespace).Get(c, m.ServiceName(), metav1.GetOptions{})
-			return err
-		}),
+		get("Service "+m.ServiceName(), svcErr),
 		func() error { // the keyfile and credentials: world_secrets.go
-			miss, problems, err := w.observeSecrets(ctx, m)
+			miss, problems, err := w.observeSecrets(m)
 			missing = append(missing, miss...)
 			o.Problems = append(o.Problems, problems...)
 			return err
 		}(),
 		w.observeTLSSecrets(m, get),
-		func() error { // the budget is decided apart (decide_budget.go): only read here
-			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-			defer cancel()
-			pdb, err := cs.PolicyV1().PodDisruptionBudgets(m.Namespace).Get(cctx, m.Name, metav1.GetOptions{})
-			if err == nil && pdb.Spec.MinAvailable != nil {
-				o.Budget = pdb.Spec.MinAvailable.IntVal
-			}
-			if apierrors.IsNotFound(err) {
-				return nil
-			}
-			return err
-		}(),
-		get("StatefulSet "+m.Name, func(c context.Context) error {
-			var err error
-			sts, err = cs.AppsV1().StatefulSets(m.Namespace).Get(c, m.Name, metav1.GetOptions{})
-			return err
-		}),
-		func() error { // read also when spec.arbiters is 0: one left over is deleted
-			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-			defer cancel()
-			var err error
-			arb, err = cs.AppsV1().StatefulSets(m.Namespace).Get(cctx, kube.ArbiterName(m), metav1.GetOptions{})
-			if apierrors.IsNotFound(err) {
-				arb = nil
-				if m.Spec.Arbiters > 0 {
-					missing = append(missing, "StatefulSet "+kube.ArbiterName(m))
-				}
-				return nil
-			}
-			return err
-		}(),
+		pdbErr,
+		get("StatefulSet "+m.Name, stsErr),
+		arbErr,
 	)
+	if apierrors.IsNotFound(stsErr) {
+		sts = nil
+	}
 	if err != nil {
 		return fmt.Errorf("reading the cluster's objects: %w", err)
 	}
@@ -295,16 +286,13 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		o.ObjectsMessage = "to create or update: " + strings.Join(missing, ", ")
 	}
 
-	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-	defer cancel()
-	pods, err := cs.CoreV1().Pods(m.Namespace).List(cctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(kube.ClusterSelectorLabels(m)).String()})
+	pods, err := c.Pods(m.Namespace, labels.SelectorFromSet(kube.ClusterSelectorLabels(m)))
 	if err != nil {
 		return fmt.Errorf("listing pods: %w", err)
 	}
-	for _, p := range pods.Items {
-		pv := PodView{Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase), Ready: podReady(&p),
-			Deleting: p.DeletionTimestamp != nil, Outdated: outdatedPod(&p, m, sts, arb),
+	for _, p := range pods {
+		pv := PodView{Name: p.Name, UID: string(p.UID), Phase: string(p.Status.Phase), Ready: podReady(p),
+			Deleting: p.DeletionTimestamp != nil, Outdated: outdatedPod(p, m, sts, arb),
 			Node: p.Spec.NodeName}
 		for _, c := range p.Status.ContainerStatuses {
 			if c.Name == kube.MongodContainer {
@@ -316,29 +304,26 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 		}
 		o.Pods[p.Name] = pv
 	}
-	w.observeNodes(ctx, m, o)
-	w.observeClaims(ctx, m, o)
-	w.observeExpansion(ctx, m, o)
+	w.observeNodes(m, o)
+	w.observeClaims(m, o)
+	w.observeExpansion(m, o)
 	return nil
 }
 
-// observeClaims reads the UIDs of the members' data claims (one bounded
-// list); a failed list leaves them unknown, which no rule acts on.
-func (w *KubeWorld) observeClaims(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
-	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-	defer cancel()
-	l, err := w.Kube.CoreV1().PersistentVolumeClaims(m.Namespace).List(cctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(kube.ClusterSelectorLabels(m)).String()})
+// observeClaims reads the UIDs of the members' data claims; a failed read
+// leaves them unknown, which no rule acts on.
+func (w *KubeWorld) observeClaims(m *v1alpha1.Mgors, o *Observation) {
+	l, err := w.Cache.Claims(m.Namespace, labels.SelectorFromSet(kube.ClusterSelectorLabels(m)))
 	if err != nil {
 		return
 	}
 	o.Claims = map[string]string{}
 	o.Storage.Claims = map[string]ClaimSize{}
-	for _, c := range l.Items {
+	for _, c := range l {
 		pod, ok := strings.CutPrefix(c.Name, kube.DataVolume+"-")
 		if ok && c.DeletionTimestamp == nil && podOrdinal(m, pod) >= 0 {
 			o.Claims[pod] = string(c.UID)
-			o.Storage.Claims[pod] = claimSize(&c, podOrdinal(m, pod))
+			o.Storage.Claims[pod] = claimSize(c, podOrdinal(m, pod))
 		}
 	}
 }

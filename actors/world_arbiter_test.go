@@ -11,6 +11,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/mgors/operator/kube"
+	mgorsfake "github.com/mgors/operator/kube/client/fake"
 	"github.com/mgors/operator/mongo"
 )
 
@@ -27,7 +28,7 @@ func TestKubeWorldBudgetAndArbiters(t *testing.T) {
 		Labels: kube.Labels(m, kube.ComponentArbiter), Annotations: map[string]string{
 			kube.TemplateHashAnnotation: arbiters.Spec.Template.Annotations[kube.TemplateHashAnnotation]}}}
 	kc := k8sfake.NewClientset(arbiters, pod, kube.PodDisruptionBudget(m, 3))
-	w := &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc), ClusterDomain: "cluster.local"}
+	w := &KubeWorld{Cache: mgorsfake.NewReader(kc, nil), Applier: kube.NewApplier(kc), ClusterDomain: "cluster.local"}
 
 	m.Spec.ArbiterResources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")}}
 	o, err := w.Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile)

@@ -46,12 +46,11 @@ func initiated(m *v1alpha1.Mgors) bool {
 
 // observeSecrets reads the keyfile and credential Secrets: what to create or
 // protect (missing, for ObjectsReady) and what a person must know (a keyfile
-// gone, a deletion held by the finalizer). Values are never looked at.
-func (w *KubeWorld) observeSecrets(ctx context.Context, m *v1alpha1.Mgors) (missing []string, problems []Problem, err error) {
+// gone, a deletion held by the finalizer). Only their metadata is read,
+// from the cache; values are never looked at.
+func (w *KubeWorld) observeSecrets(m *v1alpha1.Mgors) (missing []string, problems []Problem, err error) {
 	for _, name := range kube.SecretNames(m) {
-		cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-		s, gerr := w.Kube.CoreV1().Secrets(m.Namespace).Get(cctx, name, metav1.GetOptions{})
-		cancel()
+		s, gerr := w.Cache.Secret(m.Namespace, name)
 		switch {
 		case apierrors.IsNotFound(gerr):
 			missing = append(missing, "Secret "+name)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube"
+	mgorsfake "github.com/mgors/operator/kube/client/fake"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
@@ -30,7 +31,7 @@ func initiatedMgors() *v1alpha1.Mgors {
 
 func secretsWorld(t *testing.T) (*KubeWorld, *k8sfake.Clientset) {
 	kc := k8sfake.NewClientset()
-	return &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc), NewAdmin: func(mongo.Options) mongo.Admin {
+	return &KubeWorld{Cache: mgorsfake.NewReader(kc, nil), Applier: kube.NewApplier(kc), NewAdmin: func(mongo.Options) mongo.Admin {
 		t.Fatal("a member was asked")
 		return nil
 	}}, kc

@@ -9,7 +9,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube"
@@ -38,9 +37,9 @@ func claimSize(c *corev1.PersistentVolumeClaim, ordinal int32) ClaimSize {
 
 // observeExpansion reads whether the claims' StorageClass allows volume
 // expansion, only while the spec asks more than the claim template. A failed
-// read leaves it unknown: the API server still refuses an expansion the class
-// does not allow.
-func (w *KubeWorld) observeExpansion(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+// read (the namespaced install does not watch classes) leaves it unknown:
+// the API server still refuses an expansion the class does not allow.
+func (w *KubeWorld) observeExpansion(m *v1alpha1.Mgors, o *Observation) {
 	s := &o.Storage
 	if o.Replicas < 0 || s.Template.Cmp(m.StorageSize()) >= 0 {
 		return
@@ -54,13 +53,15 @@ func (w *KubeWorld) observeExpansion(ctx context.Context, m *v1alpha1.Mgors, o *
 	if s.Class == "" {
 		return
 	}
-	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
-	defer cancel()
-	sc, err := w.Kube.StorageV1().StorageClasses().Get(cctx, s.Class, metav1.GetOptions{})
+	classes, err := w.Cache.StorageClasses()
 	if err != nil {
 		return
 	}
-	s.Expandable = ptr.To(ptr.Deref(sc.AllowVolumeExpansion, false))
+	for _, sc := range classes {
+		if sc.Name == s.Class {
+			s.Expandable = ptr.To(ptr.Deref(sc.AllowVolumeExpansion, false))
+		}
+	}
 }
 
 // actStorage carries out the storage growth's actions.

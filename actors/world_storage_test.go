@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube"
+	mgorsfake "github.com/mgors/operator/kube/client/fake"
 )
 
 // The World reads what a growth needs (the claim template, each claim's
@@ -36,7 +37,7 @@ func TestKubeWorldGrowsStorage(t *testing.T) {
 				})
 			}
 			kc := k8sfake.NewClientset(objs...)
-			w := &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc), ClusterDomain: "cluster.local"}
+			w := &KubeWorld{Cache: mgorsfake.NewReader(kc, nil), Applier: kube.NewApplier(kc), ClusterDomain: "cluster.local"}
 			ctx := context.Background()
 			grown := resource.MustParse("2Gi")
 			m.Spec.Storage.Size = &grown

@@ -72,7 +72,7 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 	var credsMu sync.Mutex // an observation still under way at stop may build a client again
 	var gotCreds []mongo.Credentials
 	world := &KubeWorld{
-		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
+		Cache: kubefake.NewReader(kc, mc), Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
 		ClusterDomain: "cluster.local",
 		NewAdmin: func(o mongo.Options) mongo.Admin {
 			credsMu.Lock()
@@ -181,7 +181,7 @@ func kubeFixture(t *testing.T, user string) (func(mongo.Admin) *KubeWorld, *mong
 			admin = keepOpen{rs}
 		}
 		return &KubeWorld{
-			Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(record.NewFakeRecorder(1000)),
+			Cache: kubefake.NewReader(kc, mc), Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(record.NewFakeRecorder(1000)),
 			ClusterDomain: "cluster.local", NewAdmin: func(mongo.Options) mongo.Admin { return admin },
 		}
 	}
@@ -284,7 +284,7 @@ func TestKubeWorldWipesAMemberClaimThenPod(t *testing.T) {
 				UID: ktypes.UID(kube.PVCName(m, i)), Labels: kube.Labels(m, kube.ComponentMember)}})
 	}
 	kc := k8sfake.NewClientset(objs...)
-	w := &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc), NewAdmin: func(mongo.Options) mongo.Admin {
+	w := &KubeWorld{Cache: kubefake.NewReader(kc, nil), Applier: kube.NewApplier(kc), NewAdmin: func(mongo.Options) mongo.Admin {
 		t.Fatal("the wipe asked a member")
 		return nil
 	}}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -25,7 +24,7 @@ func (w *KubeWorld) clientTLS(ctx context.Context, m *v1alpha1.Mgors) (*tls.Conf
 		return nil, "", nil
 	}
 	name := kube.CASecretName(m)
-	sec, err := w.Applier.Secret(ctx, m.Namespace, name)
+	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
 	if err != nil {
 		return nil, "", &caError{fmt.Errorf("reading the CA Secret %s: %w", name, err)}
 	}
@@ -44,10 +43,11 @@ type caError struct{ err error }
 func (e *caError) Error() string { return e.err.Error() }
 func (e *caError) Unwrap() error { return e.err }
 
-// observeTLSSecrets reads, through get (which counts a missing object), the
-// Secrets m's members need for TLS: the certificate, the CA when it is
-// another Secret, and the operator's issuing CA when it issues.
-func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, func(context.Context) error) error) error {
+// observeTLSSecrets reads from the cache, through get (which counts a
+// missing object), the Secrets m's members need for TLS: the certificate,
+// the CA when it is another Secret, and the operator's issuing CA when it
+// issues. Their metadata only: whether they are there.
+func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, error) error) error {
 	if m.Spec.TLS == nil {
 		return nil
 	}
@@ -60,10 +60,8 @@ func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, func(c
 	}
 	var errs []error
 	for _, name := range names {
-		errs = append(errs, get("Secret "+name, func(c context.Context) error {
-			_, err := w.Kube.CoreV1().Secrets(m.Namespace).Get(c, name, metav1.GetOptions{})
-			return err
-		}))
+		_, err := w.Cache.Secret(m.Namespace, name)
+		errs = append(errs, get("Secret "+name, err))
 	}
 	return errors.Join(errs...)
 }

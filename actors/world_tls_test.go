@@ -44,7 +44,7 @@ func TestKubeWorldTLSIssuesAndConnectsWithTheCA(t *testing.T) {
 	var mu sync.Mutex
 	var opts []mongo.Options
 	world := &KubeWorld{
-		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
+		Cache: kubefake.NewReader(kc, mc), Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: kube.NewRecorder(events),
 		ClusterDomain: "cluster.local",
 		NewAdmin: func(o mongo.Options) mongo.Admin {
 			mu.Lock()

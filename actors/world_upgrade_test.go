@@ -37,7 +37,7 @@ func TestKubeWorldVersionChanges(t *testing.T) {
 		return st.Phase == v1alpha1.PhaseHealthy && st.Version == "7.0.14" && st.FeatureCompatibilityVersion == "7.0"
 	})
 	image := func() string {
-		sts, err := w.Kube.AppsV1().StatefulSets("db").Get(context.Background(), "demo", metav1.GetOptions{})
+		sts, err := w.Applier.Client.AppsV1().StatefulSets("db").Get(context.Background(), "demo", metav1.GetOptions{})
 		if err != nil {
 			return err.Error()
 		}

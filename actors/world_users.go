@@ -44,7 +44,7 @@ func (w *KubeWorld) readUsers(ctx context.Context, m *v1alpha1.Mgors) userSecret
 
 func (w *KubeWorld) userSecret(ctx context.Context, namespace, name, defaultUser string) userSecret {
 	us := userSecret{Credential: Credential{User: defaultUser, Secret: name}, namespace: namespace}
-	sec, err := w.Applier.Secret(ctx, namespace, name)
+	sec, err := w.Cache.SecretData(ctx, namespace, name)
 	if err != nil {
 		return us
 	}

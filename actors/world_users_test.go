@@ -31,13 +31,13 @@ func TestKubeWorldAppliesChangedPasswords(t *testing.T) {
 	ctx := context.Background()
 	change := func(name, version, password string) {
 		t.Helper()
-		sec, err := world.Kube.CoreV1().Secrets(m.Namespace).Get(ctx, name, metav1.GetOptions{})
+		sec, err := world.Applier.Client.CoreV1().Secrets(m.Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		sec.Data[v1alpha1.AdminPasswordSecretKey] = []byte(password)
 		sec.ResourceVersion = version // the fake clientset keeps what it is given
-		if _, err := world.Kube.CoreV1().Secrets(m.Namespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+		if _, err := world.Applier.Client.CoreV1().Secrets(m.Namespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -2,12 +2,13 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,23 +63,23 @@ var waitingProblems = map[string]string{
 // Diagnose looks at m's pods and volume claims for what blocks provisioning or
 // recovery: StatefulSets that cannot create their pods, unschedulable pods,
 // claims waiting for a StorageClass that does not exist, images that cannot be
-// pulled, containers that crash. It returns the
+// pulled, containers that crash. It reads the objects from r (the informer
+// caches); only a StatefulSet that misses pods costs an API call, the list of
+// its FailedCreate Events, with the Applier's deadline. It returns the
 // problems sorted by object; none means nothing outside the operator is known
-// to block. Each API call has the Applier's deadline.
-func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, error) {
-	sel := labels.SelectorFromSet(ClusterSelectorLabels(m)).String()
-	pods, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PodList, error) {
-		return a.Client.CoreV1().Pods(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	})
+// to block.
+func (a *Applier) Diagnose(ctx context.Context, r Reader, m *v1alpha1.Mgors) ([]Problem, error) {
+	sel := labels.SelectorFromSet(ClusterSelectorLabels(m))
+	pods, err := r.Pods(m.Namespace, sel)
 	if err != nil {
 		return nil, err
 	}
 	var out []Problem
-	for i := range pods.Items {
-		out = append(out, podProblems(&pods.Items[i])...)
+	for _, p := range pods {
+		out = append(out, podProblems(p)...)
 	}
 	for _, name := range []string{m.Name, ArbiterName(m)} {
-		p, err := a.createFailure(ctx, m, name)
+		p, err := a.createFailure(ctx, r, m, name)
 		if err != nil {
 			return nil, err
 		}
@@ -86,52 +87,38 @@ func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, e
 			out = append(out, *p)
 		}
 	}
-	claims, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PersistentVolumeClaimList, error) {
-		return a.Client.CoreV1().PersistentVolumeClaims(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-	})
+	claims, err := r.Claims(m.Namespace, sel)
 	if err != nil {
 		return nil, err
 	}
-	classes := map[string]bool{} // class name → exists, looked up once
-	var defaultClass *bool
-	for i := range claims.Items {
-		pvc := &claims.Items[i]
+	var classes []*storagev1.StorageClass
+	var classErr error
+	classesRead := false
+	for _, pvc := range claims {
 		if pvc.Status.Phase != corev1.ClaimPending || pvc.Spec.VolumeName != "" {
 			continue
 		}
+		if !classesRead {
+			classes, classErr = r.StorageClasses()
+			// ErrNotWatched: the namespaced install cannot read storage
+			// classes; unknown is not "missing".
+			if classErr != nil && !errors.Is(classErr, ErrNotWatched) {
+				return nil, classErr
+			}
+			classesRead = true
+		}
+		unknown := classErr != nil
 		obj := "PersistentVolumeClaim/" + pvc.Name
 		if name := pvc.Spec.StorageClassName; name != nil && *name != "" {
-			exists, seen := classes[*name]
-			if !seen {
-				_, err := bounded(ctx, a, func(ctx context.Context) (*storagev1.StorageClass, error) {
-					return a.Client.StorageV1().StorageClasses().Get(ctx, *name, metav1.GetOptions{})
-				})
-				if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsForbidden(err) {
-					return nil, err
-				}
-				// Forbidden: the namespaced install cannot read storage
-				// classes; unknown is not "missing".
-				exists = err == nil || apierrors.IsForbidden(err)
-				classes[*name] = exists
-			}
-			if !exists {
+			if !unknown && !slices.ContainsFunc(classes, func(c *storagev1.StorageClass) bool { return c.Name == *name }) {
 				out = append(out, Problem{Reason: ReasonStorageClassNotFound, Object: obj,
 					Message: fmt.Sprintf("persistentvolumeclaim %s is pending: storageclass.storage.k8s.io %q not found", pvc.Name, *name)})
 			}
 			continue
 		}
-		if name := pvc.Spec.StorageClassName; name == nil {
-			if defaultClass == nil {
-				found, err := hasDefaultStorageClass(ctx, a)
-				if err != nil {
-					return nil, err
-				}
-				defaultClass = &found
-			}
-			if !*defaultClass {
-				out = append(out, Problem{Reason: ReasonNoDefaultStorageClass, Object: obj,
-					Message: fmt.Sprintf("persistentvolumeclaim %s is pending: it names no storage class and the cluster has no default StorageClass", pvc.Name)})
-			}
+		if pvc.Spec.StorageClassName == nil && !unknown && !slices.ContainsFunc(classes, isDefaultClass) {
+			out = append(out, Problem{Reason: ReasonNoDefaultStorageClass, Object: obj,
+				Message: fmt.Sprintf("persistentvolumeclaim %s is pending: it names no storage class and the cluster has no default StorageClass", pvc.Name)})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
@@ -143,13 +130,15 @@ func (a *Applier) Diagnose(ctx context.Context, m *v1alpha1.Mgors) ([]Problem, e
 	return out, nil
 }
 
+func isDefaultClass(c *storagev1.StorageClass) bool {
+	return c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
+}
+
 // createFailure is why a StatefulSet of m that misses pods cannot create them
 // (a quota, an admission policy), from its controller's latest FailedCreate
 // Event; nil when it misses none or nothing says why.
-func (a *Applier) createFailure(ctx context.Context, m *v1alpha1.Mgors, name string) (*Problem, error) {
-	set, err := bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
-		return a.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, name, metav1.GetOptions{})
-	})
+func (a *Applier) createFailure(ctx context.Context, r Reader, m *v1alpha1.Mgors, name string) (*Problem, error) {
+	set, err := r.StatefulSet(m.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
 	}
@@ -193,24 +182,6 @@ func eventTime(e *corev1.Event) time.Time {
 	default:
 		return e.EventTime.Time
 	}
-}
-
-func hasDefaultStorageClass(ctx context.Context, a *Applier) (bool, error) {
-	list, err := bounded(ctx, a, func(ctx context.Context) (*storagev1.StorageClassList, error) {
-		return a.Client.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
-	})
-	if apierrors.IsForbidden(err) {
-		return true, nil // the namespaced install cannot tell: no diagnosis rather than a wrong one
-	}
-	if err != nil {
-		return false, err
-	}
-	for _, c := range list.Items {
-		if c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true" {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // podProblems are the problems one pod shows in its conditions and container

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	mgorsfake "github.com/mgors/operator/kube/client/fake"
 )
 
 func TestDiagnose(t *testing.T) {
@@ -50,7 +50,7 @@ func TestDiagnose(t *testing.T) {
 	noClass.Status.Phase = corev1.ClaimPending
 
 	c := fake.NewClientset(unschedulable, crashing, pulling, healthy, otherCluster, claim, bound, noClass)
-	got, err := NewApplier(c).Diagnose(ctx, m)
+	got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +76,12 @@ func TestDiagnose(t *testing.T) {
 	c = fake.NewClientset(claim, noClass,
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "missing"}},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "std", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}})
-	if got, err := NewApplier(c).Diagnose(ctx, m); err != nil || len(got) != 0 {
+	if got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m); err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}
 	c = fake.NewClientset()
 	failOnce(c, "list", "pods", internal())
-	if _, err := NewApplier(c).Diagnose(ctx, m); !apierrors.IsInternalError(err) {
+	if _, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m); !apierrors.IsInternalError(err) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -115,7 +115,7 @@ func TestDiagnoseCreateFailure(t *testing.T) {
 	newer := event("e2", "sts-uid", `create Pod db-1 in StatefulSet db failed error: pods "db-1" is forbidden: exceeded quota: q, requested: memory=2Gi`, t0.Add(time.Minute))
 	stale := event("e3", "previous-uid", "from the StatefulSet of a previous incarnation", t0.Add(time.Hour))
 	c := fake.NewClientset(set, older, newer, stale)
-	got, err := NewApplier(c).Diagnose(ctx, m)
+	got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestDiagnoseCreateFailure(t *testing.T) {
 	full := set.DeepCopy()
 	full.Status.Replicas = *full.Spec.Replicas
 	c = fake.NewClientset(full, newer)
-	if got, err := NewApplier(c).Diagnose(ctx, m); err != nil || len(got) != 0 {
+	if got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m); err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}
 }
@@ -142,9 +142,9 @@ func TestDiagnoseWithoutStorageClassRights(t *testing.T) {
 	noClass.Status.Phase = corev1.ClaimPending
 	c := fake.NewClientset(named, noClass)
 	c.PrependReactor("*", "storageclasses", func(a k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, apierrors.NewForbidden(storagev1.Resource("storageclasses"), "", errors.New("namespaced install"))
+		return true, nil, ErrNotWatched // the namespaced install's reader
 	})
-	got, err := NewApplier(c).Diagnose(context.Background(), m)
+	got, err := NewApplier(c).Diagnose(context.Background(), mgorsfake.NewReader(c, nil), m)
 	if err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}

@@ -79,15 +79,13 @@ type NodeReadiness struct {
 	NotReadySince time.Time
 }
 
-// Nodes reads the readiness of the named nodes, one bounded GET each; a node
-// that is gone from the API is NotReady since the zero time (unknown), which
-// no grace period ever passes.
-func (a *Applier) Nodes(ctx context.Context, names []string) (map[string]NodeReadiness, error) {
+// Nodes reads the readiness of the named nodes from r (the informer
+// cache); a node that is gone from the API is NotReady since the zero time
+// (unknown), which no grace period ever passes.
+func Nodes(r Reader, names []string) (map[string]NodeReadiness, error) {
 	out := map[string]NodeReadiness{}
 	for _, name := range names {
-		n, err := bounded(ctx, a, func(ctx context.Context) (*corev1.Node, error) {
-			return a.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-		})
+		n, err := r.Node(name)
 		if apierrors.IsNotFound(err) {
 			out[name] = NodeReadiness{}
 			continue

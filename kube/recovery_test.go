@@ -88,7 +88,7 @@ func TestNodes(t *testing.T) {
 	since := metav1.NewTime(time.Date(2026, 12, 1, 4, 0, 0, 0, time.UTC))
 	ready := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
 	lost := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, LastTransitionTime: since}}}}
-	got, err := NewApplier(fake.NewClientset(ready, lost)).Nodes(context.Background(), []string{"n1", "n2", "gone"})
+	got, err := Nodes(mfake.NewReader(fake.NewClientset(ready, lost), nil), []string{"n1", "n2", "gone"})
 	if err != nil {
 		t.Fatal(err)
 	}

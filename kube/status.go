@@ -29,6 +29,13 @@ type StatusWriter struct {
 	Client client.Interface
 	// Timeout bounds each API call; zero means DefaultCallTimeout.
 	Timeout time.Duration
+	// Cache, when set, is looked at first (the informer cache, Reader): a
+	// status it already shows is not written and costs no API call. A
+	// status that differs there is written as without it, from a fresh
+	// read (the cache may lag our own last write).
+	Cache interface {
+		Mgors(namespace, name string) (*v1alpha1.Mgors, error)
+	}
 }
 
 // NewStatusWriter returns a StatusWriter with the default call timeout.
@@ -44,14 +51,23 @@ var ErrCredentialsInStatus = errors.New("status connection string carries creden
 // so a repeated observation writes nothing). An object with another UID is
 // another incarnation of the name: it is skipped, as is a status that did not
 // change; both return false and no error. A missing object returns the API's
-// NotFound error. mutate may run more than once (on conflicts): it must only
-// set fields, never accumulate.
+// NotFound error. mutate may run more than once (on the cached copy, on
+// conflicts): it must only set fields, never accumulate.
 func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid types.UID,
 	mutate func(*v1alpha1.MgorsStatus)) (bool, error) {
 	c := w.Client.Mgorses(namespace)
 	timeout := w.Timeout
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout
+	}
+	if w.Cache != nil {
+		if cur, err := w.Cache.Mgors(namespace, name); err == nil && (uid == "" || cur.UID == uid) {
+			next := cur.Status.DeepCopy()
+			mutate(next)
+			if equality.Semantic.DeepEqual(cur.Status, *next) {
+				return false, nil
+			}
+		}
 	}
 	changed := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -1,5 +1,6 @@
 // Package watch turns changes of Mgors objects, and of the Pods, StatefulSets
-// and PVCs they own, into messages to the actors' Manager. It never blocks an
+// and PVCs they own, as the shared informers (kube.Informers) see them, into
+// messages to the actors' Manager. It never blocks an
 // informer callback (sending to an actor is a non-blocking enqueue) and never
 // decides anything: it only says what changed, addressed by namespace/name and UID.
 package watch
@@ -13,16 +14,11 @@ import (
 	"github.com/rs/zerolog"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/client-go/informers"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/mgors/operator/actors"
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
-	"github.com/mgors/operator/kube/client"
 	"github.com/mgors/operator/kube/shard"
 )
 
@@ -30,88 +26,64 @@ import (
 // sending to the Manager's PID is one (a non-blocking enqueue).
 type Sink func(msg any)
 
-// Dispatcher runs the informers and forwards their events.
+// Dispatcher forwards the events of the operator's shared informers
+// (kube.Informers, whose caches the World reads: one watch per kind).
 type Dispatcher struct {
-	Mgors client.Interface
-	Kube  kubernetes.Interface
-	// Namespace limits the watch to one namespace; "" watches all.
+	Informers *kube.Informers
+	// Namespace is the one namespace watched ("" all), for the log.
 	Namespace string
-	// Resync is the informers' resync period (0: none; the actors observe on
-	// their own timer anyway).
-	Resync time.Duration
-	Send   Sink
-	Log    zerolog.Logger
+	Send      Sink
+	Log       zerolog.Logger
 	// Owner, when set (sharded mode, docs/design/sharding.md), is this
-	// replica's identity: only the Mgors labelled as its own are watched, so
-	// the cache holds only the owned clusters, and one asked to drain is sent
-	// as ClusterDrain. A Mgors that leaves the selection (moved, or given
-	// back) arrives as a delete.
+	// replica's identity: the Informers select only the Mgors labelled as its
+	// own (OwnerSelector), so the cache holds only the owned clusters, and
+	// one asked to drain is sent as ClusterDrain. A Mgors that leaves the
+	// selection (moved, or given back) arrives as a delete.
 	Owner string
 
 	synced atomic.Bool
+}
+
+// OwnerSelector is the label selector of the Mgors objects a replica
+// watches: those labelled as owner's in the sharded mode, all when owner is "".
+func OwnerSelector(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return shard.LabelOwner + "=" + owner
 }
 
 // Synced reports whether every informer cache has synced, for readiness.
 func (d *Dispatcher) Synced() bool { return d.synced.Load() }
 
 // Run starts the informers and blocks until ctx ends. It returns an error if
-// the caches do not sync within syncTimeout.
+// the caches do not sync within syncTimeout. The Mgors handler is added once
+// every cache synced: it replays an ADD for each Mgors, which starts its
+// actor, so no actor observes a cache still empty.
 func (d *Dispatcher) Run(ctx context.Context, syncTimeout time.Duration) error {
-	// Wrapped as generated informers are, so a fake client that cannot stream
-	// lists through watches says so to the reflector.
-	mgorsInformer := cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			d.selectOwned(&o)
-			return d.Mgors.Mgorses(d.Namespace).List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			d.selectOwned(&o)
-			return d.Mgors.Mgorses(d.Namespace).Watch(ctx, o)
-		},
-	}, d.Mgors), &v1alpha1.Mgors{}, d.Resync, cache.Indexers{})
-	if _, err := mgorsInformer.AddEventHandler(d.mgorsHandler()); err != nil {
-		return fmt.Errorf("watch: %w", err)
-	}
-
 	// Owned objects carry the managed-by label; the cluster they belong to is
 	// their instance label.
-	factory := informers.NewSharedInformerFactoryWithOptions(d.Kube, d.Resync,
-		informers.WithNamespace(d.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = kube.LabelManagedBy + "=" + kube.ManagedBy }))
-	for what, inf := range map[string]cache.SharedIndexInformer{
-		"pod":         factory.Core().V1().Pods().Informer(),
-		"statefulset": factory.Apps().V1().StatefulSets().Informer(),
-		"pvc":         factory.Core().V1().PersistentVolumeClaims().Informer(),
-	} {
+	for what, inf := range d.Informers.Owned() {
 		if _, err := inf.AddEventHandler(d.ownedHandler(what)); err != nil {
 			return fmt.Errorf("watch: %w", err)
 		}
 	}
-
-	go mgorsInformer.Run(ctx.Done())
-	factory.Start(ctx.Done())
-	syncCtx, cancel := context.WithTimeout(ctx, syncTimeout)
+	defer d.Informers.Shutdown() // after stop, below: waits for the informers to end
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	d.Informers.Start(ctx)
+	syncCtx, cancel := context.WithTimeoutCause(ctx, syncTimeout, fmt.Errorf("not within %s", syncTimeout))
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), mgorsInformer.HasSynced) {
-		return fmt.Errorf("watch: the Mgors cache did not sync within %s", syncTimeout)
+	if err := d.Informers.WaitForSync(syncCtx); err != nil {
+		return fmt.Errorf("watch: %w", err)
 	}
-	for typ, ok := range factory.WaitForCacheSync(syncCtx.Done()) {
-		if !ok {
-			return fmt.Errorf("watch: the %v cache did not sync within %s", typ, syncTimeout)
-		}
+	if _, err := d.Informers.MgorsInformer().AddEventHandler(d.mgorsHandler()); err != nil {
+		return fmt.Errorf("watch: %w", err)
 	}
 	d.synced.Store(true)
 	d.Log.Info().Str("namespace", d.Namespace).Msg("watching Mgors objects and what they own")
 	<-ctx.Done()
-	factory.Shutdown()
 	return nil
-}
-
-// selectOwned narrows a Mgors list or watch to this replica's own.
-func (d *Dispatcher) selectOwned(o *metav1.ListOptions) {
-	if d.Owner != "" {
-		o.LabelSelector = shard.LabelOwner + "=" + d.Owner
-	}
 }
 
 // changed is the message for an added or updated Mgors: ClusterDrain when

@@ -63,7 +63,7 @@ func TestDispatcher(t *testing.T) {
 	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Name: "demo", Namespace: "db", UID: "u-1", Generation: 1}}
 	mc, kc := fake.NewClientset(), k8sfake.NewClientset()
 	box := &inbox{}
-	d := &Dispatcher{Mgors: mc, Kube: kc, Send: box.send, Log: zerolog.Nop()}
+	d := &Dispatcher{Informers: kube.NewInformers(kc, mc, kube.InformerOptions{ClusterScoped: true}), Send: box.send, Log: zerolog.Nop()}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	errs := make(chan error, 1)
@@ -167,10 +167,8 @@ func TestSpecOrMetaChanged(t *testing.T) {
 func TestShardedDispatcher(t *testing.T) {
 	var box inbox
 	d := &Dispatcher{Owner: "op-a", Send: box.send, Log: zerolog.Nop()}
-	var o metav1.ListOptions
-	d.selectOwned(&o)
-	if o.LabelSelector != "mgors.io/shard=op-a" {
-		t.Fatalf("selector %q", o.LabelSelector)
+	if sel := OwnerSelector(d.Owner); sel != "mgors.io/shard=op-a" {
+		t.Fatalf("selector %q", sel)
 	}
 	h := d.mgorsHandler()
 	m := &v1alpha1.Mgors{ObjectMeta: metav1.ObjectMeta{Namespace: "db", Name: "demo", UID: "u-1", Labels: map[string]string{"mgors.io/shard": "op-a"}}}
@@ -186,10 +184,8 @@ func TestShardedDispatcher(t *testing.T) {
 	box.none(t, "ClusterChanged", func(msg any) bool { _, ok := msg.(actors.ClusterChanged); return ok })
 
 	single := &Dispatcher{Send: box.send, Log: zerolog.Nop()}
-	o = metav1.ListOptions{}
-	single.selectOwned(&o)
-	if o.LabelSelector != "" {
-		t.Fatalf("the single-replica watch selects %q", o.LabelSelector)
+	if sel := OwnerSelector(single.Owner); sel != "" {
+		t.Fatalf("the single-replica watch selects %q", sel)
 	}
 	single.mgorsHandler().OnAdd(drained, false)
 	box.wait(t, "ClusterChanged without sharding", func(msg any) bool { _, ok := msg.(actors.ClusterChanged); return ok })

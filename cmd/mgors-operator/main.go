@@ -190,8 +190,15 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	if o.dnsServer != "" {
 		mopts.Resolver = resolverVia(o.dnsServer)
 	}
+	owner := ""
+	if o.shards == "auto" {
+		owner = o.identity
+	}
+	informers := newInformers(ctx, o, kc, mc, owner, reg, log)
+	status := kube.NewStatusWriter(mc)
+	status.Cache = informers
 	world := &actors.KubeWorld{
-		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: recorder,
+		Cache: informers, Applier: kube.NewApplier(kc), Status: status, Recorder: recorder,
 		Mongo: mopts, ClusterDomain: o.clusterDomain,
 		NewAdmin: func(opts mongo.Options) mongo.Admin { return timedAdmin{Admin: mongo.NewClient(opts), m: met} },
 	}
@@ -202,10 +209,6 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		AfterAppend: crashHook(log),
 	}
 
-	owner := ""
-	if o.shards == "auto" {
-		owner = o.identity
-	}
 	lead := func(ctx context.Context) error {
 		// Only the leader installs the CRD: a standby (or a second operator
 		// version starting during a rollout) never writes a schema.
@@ -225,7 +228,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		if err != nil {
 			return err
 		}
-		d := &watch.Dispatcher{Mgors: mc, Kube: kc, Namespace: o.namespace, Log: log, Owner: owner,
+		d := &watch.Dispatcher{Informers: informers, Namespace: o.namespace, Log: log, Owner: owner,
 			Send: func(msg any) { system.Root.Send(mgr, msg) }}
 		dispatcher.Store(d)
 		err = d.Run(ctx, 2*time.Minute)

@@ -1,0 +1,99 @@
+package kube
+
+import (
+	"context"
+	"errors"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// Reader is what the observation reads of the Kubernetes API: in the
+// operator the shared informer caches (Informers), in unit tests a fake that
+// reads through a fake clientset (kube/client/fake.Reader). A missing object
+// is the API's NotFound error. The objects are shared with the cache: never
+// modify one (copy it first). They are as Transform leaves them: no
+// managedFields, no last-applied annotation, a Pod without its spec but its
+// node, a Secret without its data (SecretData has the data).
+type Reader interface {
+	// Mgors is a Mgors object (status included).
+	Mgors(namespace, name string) (*v1alpha1.Mgors, error)
+	// Service is a Service the operator made.
+	Service(namespace, name string) (*corev1.Service, error)
+	// StatefulSet is a StatefulSet the operator made.
+	StatefulSet(namespace, name string) (*appsv1.StatefulSet, error)
+	// PodDisruptionBudget is a budget the operator made.
+	PodDisruptionBudget(namespace, name string) (*policyv1.PodDisruptionBudget, error)
+	// Pods are the pods of the namespace that selector selects, of those the
+	// operator's StatefulSets made.
+	Pods(namespace string, selector labels.Selector) ([]*corev1.Pod, error)
+	// Claims are the claims of the namespace that selector selects, of those
+	// made from the operator's claim templates.
+	Claims(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error)
+	// Secret is any Secret of the namespace (the user's too), without its data.
+	Secret(namespace, name string) (*corev1.Secret, error)
+	// SecretData is a Secret with its data, as of the resourceVersion the
+	// cache holds. Never log what it returns.
+	SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	// Node is a node with its Ready condition only; ErrNotWatched in the
+	// namespaced install, which may not read nodes.
+	Node(name string) (*corev1.Node, error)
+	// StorageClasses are the cluster's storage classes; ErrNotWatched in the
+	// namespaced install, which may not read them.
+	StorageClasses() ([]*storagev1.StorageClass, error)
+}
+
+// ErrNotWatched is a read of a kind the operator does not watch: the
+// cluster-scoped nodes and storage classes in the namespaced install. What
+// it would tell is unknown, which no rule acts on.
+var ErrNotWatched = errors.New("not watched by this operator (the namespaced install cannot read cluster-scoped objects)")
+
+// ErrNotSynced is a read before the caches synced: an empty cache would say
+// that every object is missing.
+var ErrNotSynced = errors.New("the informer caches have not synced yet")
+
+// lastApplied is kubectl's copy of the applied object: never read, often
+// the largest annotation, and on a Secret it holds the Secret's data.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// Transform trims an object before an informer stores it, so the caches
+// hold what the operator reads and nothing else: no managedFields and no
+// last-applied annotation on any kind; a Pod keeps its metadata, its node
+// and its status (phase, conditions, container states); a Secret keeps its
+// metadata only (no value is ever cached in an informer); a Node keeps its
+// name and Ready condition. Anything else (a delete tombstone) passes as is.
+func Transform(obj any) (any, error) {
+	if m, ok := obj.(metav1.Object); ok {
+		m.SetManagedFields(nil)
+		if a := m.GetAnnotations(); a[lastApplied] != "" {
+			delete(a, lastApplied)
+		}
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
+		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions,
+			InitContainerStatuses: o.Status.InitContainerStatuses, ContainerStatuses: o.Status.ContainerStatuses}
+	case *corev1.Secret:
+		o.Data, o.StringData, o.Annotations = nil, nil, nil
+	case *corev1.Node:
+		var ready []corev1.NodeCondition
+		for _, c := range o.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = append(ready, c)
+			}
+		}
+		o.ObjectMeta = metav1.ObjectMeta{Name: o.Name, UID: o.UID, ResourceVersion: o.ResourceVersion}
+		o.Spec, o.Status = corev1.NodeSpec{}, corev1.NodeStatus{Conditions: ready}
+	}
+	return obj, nil
+}
+
+var _ cache.TransformFunc = Transform

@@ -1,0 +1,132 @@
+package fake
+
+import (
+	"context"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+)
+
+// Reader is the observation's reader (kube.Reader) of unit tests: it reads
+// through fake clientsets, so a test sees at once what it wrote, where the
+// operator's informer caches would follow a moment later. Secrets come back
+// without data from Secret and with it from SecretData, as from the caches.
+type Reader struct {
+	Kube        kubernetes.Interface
+	MgorsClient client.Interface
+}
+
+// NewReader reads through kc and mc (mc may be nil when no test reads a Mgors).
+func NewReader(kc kubernetes.Interface, mc client.Interface) *Reader {
+	return &Reader{Kube: kc, MgorsClient: mc}
+}
+
+func bounded() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 10*time.Second)
+}
+
+// Mgors reads a Mgors.
+func (r *Reader) Mgors(namespace, name string) (*v1alpha1.Mgors, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	return r.MgorsClient.Mgorses(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Service reads a Service.
+func (r *Reader) Service(namespace, name string) (*corev1.Service, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	return r.Kube.CoreV1().Services(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// StatefulSet reads a StatefulSet.
+func (r *Reader) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	return r.Kube.AppsV1().StatefulSets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// PodDisruptionBudget reads a budget.
+func (r *Reader) PodDisruptionBudget(namespace, name string) (*policyv1.PodDisruptionBudget, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	return r.Kube.PolicyV1().PodDisruptionBudgets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Pods lists pods.
+func (r *Reader) Pods(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	l, err := r.Kube.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Pod, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+// Claims lists claims.
+func (r *Reader) Claims(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	l, err := r.Kube.CoreV1().PersistentVolumeClaims(namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.PersistentVolumeClaim, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}
+
+// Secret reads a Secret without its data.
+func (r *Reader) Secret(namespace, name string) (*corev1.Secret, error) {
+	s, err := r.SecretData(context.Background(), namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	s.Data, s.StringData = nil, nil
+	return s, nil
+}
+
+// SecretData reads a Secret with its data.
+func (r *Reader) SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	return r.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Node reads a node.
+func (r *Reader) Node(name string) (*corev1.Node, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	return r.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+}
+
+// StorageClasses lists the storage classes.
+func (r *Reader) StorageClasses() ([]*storagev1.StorageClass, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	l, err := r.Kube.StorageV1().StorageClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*storagev1.StorageClass, len(l.Items))
+	for i := range l.Items {
+		out[i] = &l.Items[i]
+	}
+	return out, nil
+}

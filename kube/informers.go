@@ -1,0 +1,302 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	appslisters "k8s.io/client-go/listers/apps/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
+)
+
+// InformerOptions choose what the Informers watch.
+type InformerOptions struct {
+	// Namespace limits every namespaced informer to one namespace; "" is all.
+	Namespace string
+	// MgorsSelector is the label selector of the Mgors objects watched
+	// ("" all; the sharded mode watches a replica's own).
+	MgorsSelector string
+	// ClusterScoped also watches nodes and storage classes; the namespaced
+	// install may not, and goes without them (ErrNotWatched).
+	ClusterScoped bool
+	// Resync is the informers' resync period (0: none).
+	Resync time.Duration
+}
+
+// Informers are the operator's shared informers, one watch per kind: the
+// watch dispatcher adds its handlers to them and the World reads their
+// caches (Reader). The kinds the operator makes (Pods, StatefulSets,
+// claims, Services, budgets) are selected by the managed-by label; Secrets
+// are not, as a Secret the user names in the spec carries no label of ours,
+// and are cached without their data (Transform), which SecretData reads once
+// per resourceVersion.
+type Informers struct {
+	kube kubernetes.Interface
+	opts InformerOptions
+
+	owned, all informers.SharedInformerFactory
+	mgors      cache.SharedIndexInformer
+
+	pods     corelisters.PodLister
+	claims   corelisters.PersistentVolumeClaimLister
+	services corelisters.ServiceLister
+	sets     appslisters.StatefulSetLister
+	budgets  policylisters.PodDisruptionBudgetLister
+	secrets  corelisters.SecretLister
+	nodes    corelisters.NodeLister
+	classes  storagelisters.StorageClassLister
+
+	synced atomic.Bool
+	// values holds the Secrets SecretData read, by namespace/name, with the
+	// resourceVersion they were read at; only those asked for, and each
+	// dropped when its Secret is deleted.
+	mu         sync.Mutex
+	values     map[string]*corev1.Secret
+	valueReads atomic.Int64
+}
+
+var _ Reader = (*Informers)(nil)
+
+// NewInformers makes the informers; nothing is watched before Start.
+func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOptions) *Informers {
+	i := &Informers{kube: kc, opts: o, values: map[string]*corev1.Secret{}}
+	i.owned = informers.NewSharedInformerFactoryWithOptions(kc, o.Resync,
+		informers.WithNamespace(o.Namespace), informers.WithTransform(Transform),
+		informers.WithTweakListOptions(func(l *metav1.ListOptions) { l.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
+	i.all = informers.NewSharedInformerFactoryWithOptions(kc, o.Resync,
+		informers.WithNamespace(o.Namespace), informers.WithTransform(Transform))
+	i.pods = i.owned.Core().V1().Pods().Lister()
+	i.claims = i.owned.Core().V1().PersistentVolumeClaims().Lister()
+	i.services = i.owned.Core().V1().Services().Lister()
+	i.sets = i.owned.Apps().V1().StatefulSets().Lister()
+	i.budgets = i.owned.Policy().V1().PodDisruptionBudgets().Lister()
+	secrets := i.all.Core().V1().Secrets()
+	i.secrets = secrets.Lister()
+	_, _ = secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: i.forgetValue})
+	if o.ClusterScoped {
+		i.nodes = i.all.Core().V1().Nodes().Lister()
+		i.classes = i.all.Storage().V1().StorageClasses().Lister()
+	}
+	// Wrapped as generated informers are, so a fake client that cannot
+	// stream lists through watches says so to the reflector.
+	i.mgors = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, l metav1.ListOptions) (runtime.Object, error) {
+			l.LabelSelector = o.MgorsSelector
+			return mc.Mgorses(o.Namespace).List(ctx, l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, l metav1.ListOptions) (watch.Interface, error) {
+			l.LabelSelector = o.MgorsSelector
+			return mc.Mgorses(o.Namespace).Watch(ctx, l)
+		},
+	}, mc), &v1alpha1.Mgors{}, o.Resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	_ = i.mgors.SetTransform(Transform)
+	return i
+}
+
+// MgorsInformer is the informer of the Mgors objects, for the dispatcher's handler.
+func (i *Informers) MgorsInformer() cache.SharedIndexInformer { return i.mgors }
+
+// Owned are the informers of the objects whose changes wake a cluster's
+// actor, by the word the dispatcher names them with.
+func (i *Informers) Owned() map[string]cache.SharedIndexInformer {
+	return map[string]cache.SharedIndexInformer{
+		"pod":         i.owned.Core().V1().Pods().Informer(),
+		"statefulset": i.owned.Apps().V1().StatefulSets().Informer(),
+		"pvc":         i.owned.Core().V1().PersistentVolumeClaims().Informer(),
+	}
+}
+
+// Start starts every informer; they stop when ctx ends.
+func (i *Informers) Start(ctx context.Context) {
+	go i.mgors.RunWithContext(ctx)
+	i.owned.Start(ctx.Done())
+	i.all.Start(ctx.Done())
+}
+
+// WaitForSync waits until every cache holds its first list; only then do
+// reads answer (ErrNotSynced before).
+func (i *Informers) WaitForSync(ctx context.Context) error {
+	if !cache.WaitForCacheSync(ctx.Done(), i.mgors.HasSynced) {
+		return fmt.Errorf("the Mgors cache did not sync: %w", context.Cause(ctx))
+	}
+	for _, f := range []informers.SharedInformerFactory{i.owned, i.all} {
+		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return fmt.Errorf("the %v cache did not sync: %w", typ, context.Cause(ctx))
+			}
+		}
+	}
+	i.synced.Store(true)
+	return nil
+}
+
+// Synced reports whether WaitForSync succeeded.
+func (i *Informers) Synced() bool { return i.synced.Load() }
+
+// Shutdown waits for the informers' goroutines once ctx ended.
+func (i *Informers) Shutdown() {
+	i.owned.Shutdown()
+	i.all.Shutdown()
+}
+
+// SecretValueReads counts the GETs SecretData made: one per Secret and
+// resourceVersion, none while nothing changes.
+func (i *Informers) SecretValueReads() int64 { return i.valueReads.Load() }
+
+func (i *Informers) ready() error {
+	if !i.synced.Load() {
+		return ErrNotSynced
+	}
+	return nil
+}
+
+// Mgors reads a Mgors from the cache.
+func (i *Informers) Mgors(namespace, name string) (*v1alpha1.Mgors, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	obj, ok, err := i.mgors.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "mgorses"}, name)
+	}
+	m, ok := obj.(*v1alpha1.Mgors)
+	if !ok {
+		return nil, fmt.Errorf("the Mgors cache holds a %T", obj)
+	}
+	return m, nil
+}
+
+// Service reads a Service from the cache.
+func (i *Informers) Service(namespace, name string) (*corev1.Service, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.services.Services(namespace).Get(name)
+}
+
+// StatefulSet reads a StatefulSet from the cache.
+func (i *Informers) StatefulSet(namespace, name string) (*appsv1.StatefulSet, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.sets.StatefulSets(namespace).Get(name)
+}
+
+// PodDisruptionBudget reads a budget from the cache.
+func (i *Informers) PodDisruptionBudget(namespace, name string) (*policyv1.PodDisruptionBudget, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.budgets.PodDisruptionBudgets(namespace).Get(name)
+}
+
+// Pods lists pods from the cache.
+func (i *Informers) Pods(namespace string, selector labels.Selector) ([]*corev1.Pod, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.pods.Pods(namespace).List(selector)
+}
+
+// Claims lists claims from the cache.
+func (i *Informers) Claims(namespace string, selector labels.Selector) ([]*corev1.PersistentVolumeClaim, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.claims.PersistentVolumeClaims(namespace).List(selector)
+}
+
+// Secret reads a Secret's metadata from the cache.
+func (i *Informers) Secret(namespace, name string) (*corev1.Secret, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.secrets.Secrets(namespace).Get(name)
+}
+
+// SecretData returns the Secret with its data: the copy read before while
+// the cache shows the same resourceVersion, else one bounded GET (counted,
+// SecretValueReads). A Secret the cache does not hold is NotFound, with no GET.
+func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	meta, err := i.Secret(namespace, name)
+	if err != nil {
+		return nil, err
+	}
+	key := namespace + "/" + name
+	i.mu.Lock()
+	v, ok := i.values[key]
+	i.mu.Unlock()
+	if ok && v.ResourceVersion == meta.ResourceVersion && v.UID == meta.UID {
+		return v, nil
+	}
+	cctx, cancel := context.WithTimeout(ctx, DefaultCallTimeout)
+	defer cancel()
+	i.valueReads.Add(1)
+	s, err := i.kube.CoreV1().Secrets(namespace).Get(cctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	s.ManagedFields = nil
+	delete(s.Annotations, lastApplied)
+	i.mu.Lock()
+	i.values[key] = s
+	i.mu.Unlock()
+	return s, nil
+}
+
+// forgetValue drops the data of a deleted Secret.
+func (i *Informers) forgetValue(obj any) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	if s, ok := obj.(*corev1.Secret); ok {
+		i.mu.Lock()
+		delete(i.values, s.Namespace+"/"+s.Name)
+		i.mu.Unlock()
+	}
+}
+
+// Node reads a node's readiness from the cache.
+func (i *Informers) Node(name string) (*corev1.Node, error) {
+	if i.nodes == nil {
+		return nil, ErrNotWatched
+	}
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.nodes.Get(name)
+}
+
+// StorageClasses lists the storage classes from the cache.
+func (i *Informers) StorageClasses() ([]*storagev1.StorageClass, error) {
+	if i.classes == nil {
+		return nil, ErrNotWatched
+	}
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	return i.classes.List(labels.Everything())
+}
