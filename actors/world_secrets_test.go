@@ -17,8 +17,8 @@ import (
 
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube"
-	mgorsfake "github.com/mgors/operator/kube/client/fake"
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	mgorsfake "github.com/mgors/operator/kube/client/fake"
 	"github.com/mgors/operator/mongo"
 )
 
