@@ -146,3 +146,31 @@ func TestEveryResourceTheCodeCallsIsGranted(t *testing.T) {
 		t.Fatalf("found only %d typed client calls: the scan is broken", seen)
 	}
 }
+
+// Every kind the Informers watch is granted list and watch: an informer
+// without them never syncs, and the operator never starts its actors.
+func TestEveryInformerIsGrantedListAndWatch(t *testing.T) {
+	informer := regexp.MustCompile(`\b(Core|Apps|Policy|Storage)\(\)\.V1\(\)\.(\w+)\(\)`)
+	groups := map[string]string{"Core": "", "Apps": "apps", "Policy": "policy", "Storage": "storage.k8s.io"}
+	b, err := os.ReadFile("informers.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := informer.FindAllStringSubmatch(string(b), -1)
+	if len(found) < 8 {
+		t.Fatalf("found only %d informers: the scan is broken", len(found))
+	}
+	for _, m := range found {
+		res := strings.ToLower(m[2])
+		ok := false
+		for _, p := range Permissions {
+			if p.Group == groups[m[1]] && p.Resource == res && p.Names == nil &&
+				slices.Contains(p.Verbs, "list") && slices.Contains(p.Verbs, "watch") {
+				ok = true
+			}
+		}
+		if !ok {
+			t.Errorf("informers.go watches %s but kube.Permissions grant no list and watch on it", res)
+		}
+	}
+}

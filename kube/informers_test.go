@@ -1,0 +1,126 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+
+	mfake "github.com/mgors/operator/kube/client/fake"
+)
+
+func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
+	managed := []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "db-0", ManagedFields: managed, Labels: map[string]string{LabelCluster: "db"},
+			Annotations: map[string]string{TemplateHashAnnotation: "h1", lastApplied: "{}"}},
+		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "mongod", Args: []string{"--replSet"}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "mongod", RestartCount: 2}}},
+	}
+	got, _ := Transform(pod)
+	p := got.(*corev1.Pod)
+	if p.ManagedFields != nil || p.Annotations[lastApplied] != "" || p.Annotations[TemplateHashAnnotation] != "h1" ||
+		p.Labels[LabelCluster] != "db" || p.Spec.NodeName != "n1" || len(p.Spec.Containers) != 0 || p.Status.PodIP != "" ||
+		p.Status.Phase != corev1.PodRunning || len(p.Status.Conditions) != 1 || p.Status.ContainerStatuses[0].RestartCount != 2 {
+		t.Errorf("pod %+v", p)
+	}
+	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-keyfile", ResourceVersion: "7", Finalizers: []string{SecretFinalizer},
+		Annotations: map[string]string{lastApplied: `{"data":{"keyfile":"c2VjcmV0"}}`}},
+		Data: map[string][]byte{"keyfile": []byte("secret")}, StringData: map[string]string{"k": "v"}}
+	got, _ = Transform(sec)
+	s := got.(*corev1.Secret)
+	if s.Data != nil || s.StringData != nil || s.Annotations != nil || s.ResourceVersion != "7" || !Protected(s) {
+		t.Errorf("secret %+v: no value may stay in the cache", s)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{"zone": "a"}},
+		Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"mongo"}}}, Conditions: []corev1.NodeCondition{
+			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse}, {Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+	got, _ = Transform(node)
+	n := got.(*corev1.Node)
+	if n.Name != "n1" || n.Labels != nil || n.Status.Images != nil || len(n.Status.Conditions) != 1 || !readiness(n).Ready {
+		t.Errorf("node %+v", n)
+	}
+	tomb := cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: pod}
+	if got, err := Transform(tomb); err != nil || got != any(tomb) {
+		t.Errorf("a tombstone became %v, %v", got, err)
+	}
+}
+
+// Informers answer only once synced, select the objects the operator made,
+// keep no Secret value in the informer, and read a Secret's data once per
+// resourceVersion.
+func TestInformers(t *testing.T) {
+	m := sample()
+	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "ns", Labels: Labels(m, ComponentMember)}}
+	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-9", Namespace: "ns", Labels: ClusterSelectorLabels(m)}}
+	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "ns", ResourceVersion: "1"},
+		Data: map[string][]byte{"password": []byte("one")}}
+	kc := fake.NewClientset(owned, stranger, users)
+	gets := 0
+	kc.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
+		gets++
+		return false, nil, nil
+	})
+	inf := NewInformers(kc, mfake.NewClientset(), InformerOptions{})
+	if _, err := inf.Secret("ns", "users"); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("a read before the sync: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); inf.Shutdown() }()
+	inf.Start(ctx)
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pods, err := inf.Pods("ns", labels.SelectorFromSet(ClusterSelectorLabels(m)))
+	if err != nil || len(pods) != 1 || pods[0].Name != "db-0" {
+		t.Fatalf("pods %v, %v: only the operator's (managed-by) are watched", pods, err)
+	}
+	if s, err := inf.Secret("ns", "users"); err != nil || s.Data != nil {
+		t.Fatalf("secret %v, %v", s, err)
+	}
+	for range 3 {
+		s, err := inf.SecretData(ctx, "ns", "users")
+		if err != nil || string(s.Data["password"]) != "one" {
+			t.Fatalf("data %v, %v", s, err)
+		}
+	}
+	if gets != 1 || inf.SecretValueReads() != 1 {
+		t.Fatalf("%d GETs (%d counted) for one resourceVersion", gets, inf.SecretValueReads())
+	}
+	changed := users.DeepCopy()
+	changed.ResourceVersion, changed.Data["password"] = "2", []byte("two")
+	if _, err := kc.CoreV1().Secrets("ns").Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s, _ := inf.Secret("ns", "users"); s != nil && s.ResourceVersion == "2" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never saw the changed Secret")
+		}
+	}
+	if s, err := inf.SecretData(ctx, "ns", "users"); err != nil || string(s.Data["password"]) != "two" || gets != 2 {
+		t.Fatalf("after a change: %v, %v, %d GETs", s, err, gets)
+	}
+	if _, err := inf.SecretData(ctx, "ns", "gone"); !apierrors.IsNotFound(err) || gets != 2 {
+		t.Fatalf("a Secret the cache lacks: %v, %d GETs", err, gets)
+	}
+	if _, err := inf.Node("n1"); !errors.Is(err, ErrNotWatched) {
+		t.Errorf("node without ClusterScoped: %v", err)
+	}
+	if _, err := inf.StorageClasses(); !errors.Is(err, ErrNotWatched) {
+		t.Errorf("storage classes without ClusterScoped: %v", err)
+	}
+}
