@@ -159,3 +159,43 @@ func TestSetMembers(t *testing.T) {
 		t.Error("removing a missing condition reported true")
 	}
 }
+
+// cachedMgors is a cache holding one Mgors, as the informer's may lag.
+type cachedMgors struct{ m *v1alpha1.Mgors }
+
+func (c cachedMgors) Mgors(namespace, name string) (*v1alpha1.Mgors, error) {
+	if c.m == nil || c.m.Namespace != namespace || c.m.Name != name {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "mgorses"}, name)
+	}
+	return c.m, nil
+}
+
+// With a cache, a status the cache already shows costs no API call; one it
+// does not show is written from a fresh read, also when the cache lags.
+func TestStatusUpdateFromTheCache(t *testing.T) {
+	ctx := context.Background()
+	m := sample()
+	phase := func(p v1alpha1.Phase) func(*v1alpha1.MgorsStatus) {
+		return func(s *v1alpha1.MgorsStatus) { s.Phase = p }
+	}
+	stored := m.DeepCopy()
+	stored.Status.Phase = v1alpha1.PhaseHealthy
+	c := fake.NewClientset(stored.DeepCopy())
+	w := NewStatusWriter(c)
+	w.Cache = cachedMgors{stored}
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || changed || len(c.Actions()) != 0 {
+		t.Fatalf("an unchanged status: changed %v, err %v, calls %v", changed, err, c.Actions())
+	}
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || !changed || statusWrites(c) != 1 {
+		t.Fatalf("a changed status: changed %v, err %v, %d writes", changed, err, statusWrites(c))
+	}
+	// The cache still shows Healthy (it lags): Recovering differs from it,
+	// but the fresh read shows it already, and nothing is written.
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || changed {
+		t.Fatalf("the status just written, behind a lagging cache: changed %v, err %v", changed, err)
+	}
+	w.Cache = cachedMgors{}
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || !changed {
+		t.Fatalf("a Mgors the cache lacks: changed %v, err %v", changed, err)
+	}
+}
