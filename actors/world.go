@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -49,6 +50,9 @@ type KubeWorld struct {
 	// opened remembers, by Secret, the resourceVersion whose password last
 	// opened its user and when (world_users.go).
 	opened map[string]openedAt
+	// expectations are what the cache must show after the World's last
+	// write to each cluster, by Mgors UID (world_expect.go).
+	expectations map[ktypes.UID]expectation
 }
 
 // cachedAdmin is a cluster's admin client and the credentials it was built
@@ -116,6 +120,7 @@ func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 	w.mu.Lock()
 	c, ok := w.admins[string(m.UID)]
 	delete(w.admins, string(m.UID))
+	delete(w.expectations, m.UID)
 	w.mu.Unlock()
 	if ok {
 		_ = c.admin.Close(context.Background())
@@ -127,7 +132,10 @@ func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, auth Auth) (Observation, error) {
 	o := Observation{Replicas: -1, ArbiterReplicas: -1, Budget: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
 		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
-	if err := w.observeObjects(ctx, m, &o); err != nil {
+	if err := w.awaitOwnWrite(ctx, m); err != nil {
+		return o, err
+	}
+	if err := w.observeObjects(m, &o); err != nil {
 		return o, err
 	}
 	problems, err := w.Applier.Diagnose(ctx, w.Cache, m)
@@ -190,8 +198,8 @@ func (w *KubeWorld) withLeaving(m *v1alpha1.Mgors, desired []mongo.DesiredMember
 // observeNodes fills in the readiness of the member pods' nodes: of every
 // pod's node when spec.recovery.nodeLossGracePeriod is set (nodeLoss), else
 // only of the nodes of pods not Ready (fencing skips a pod whose node is
-// NotReady), so a healthy cluster reads none. A failed read leaves the
-// nodes unknown, which no rule acts on.
+// NotReady). A failed read (ErrNotWatched in the namespaced install) leaves
+// the nodes unknown, which no rule acts on.
 func (w *KubeWorld) observeNodes(m *v1alpha1.Mgors, o *Observation) {
 	every := m.Spec.Recovery.NodeLossGracePeriod != nil
 	var names []string
@@ -216,7 +224,7 @@ func (w *KubeWorld) observeNodes(m *v1alpha1.Mgors, o *Observation) {
 // observeObjects reads the cluster's objects from the cache: what is
 // missing or outdated (ObjectsReady), the StatefulSets' replicas, the
 // budget, the pods, their nodes and the claims.
-func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Observation) error {
+func (w *KubeWorld) observeObjects(m *v1alpha1.Mgors, o *Observation) error {
 	var missing []string
 	get := func(what string, err error) error {
 		if apierrors.IsNotFound(err) {
@@ -354,8 +362,18 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// Act carries out one action.
+// Act carries out one action; one that wrote objects leaves what the cache
+// must show before the next observation (world_expect.go).
 func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
+	seen := w.expected(m, a)
+	err := w.act(ctx, m, a)
+	if err == nil {
+		w.expect(m, a, seen)
+	}
+	return err
+}
+
+func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
 	switch a.Kind {
 	case ActEnsureObjects:
 		return w.ensureObjects(ctx, m)

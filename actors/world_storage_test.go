@@ -43,7 +43,7 @@ func TestKubeWorldGrowsStorage(t *testing.T) {
 			m.Spec.Storage.Size = &grown
 
 			o := Observation{Replicas: -1, ArbiterReplicas: -1, Pods: map[string]PodView{}}
-			if err := w.observeObjects(ctx, m, &o); err != nil {
+			if err := w.observeObjects(m, &o); err != nil {
 				t.Fatal(err)
 			}
 			s := o.Storage
