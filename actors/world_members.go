@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
 
@@ -75,6 +76,31 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 		return o.Primary
 	}
 	return best
+}
+
+// Watch implements Watcher: the admin clients of m call wake when the
+// driver's monitoring sees a member move (mongo.Options.Changed).
+func (w *KubeWorld) Watch(m *v1alpha1.Mgors, wake func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wakers == nil {
+		w.wakers = map[string]func(){}
+	}
+	w.wakers[string(m.UID)] = wake
+}
+
+// changed is the mongo.Options.Changed of the cluster uid's admin clients:
+// it wakes the actor Watch registered last, if any (the driver calls it on
+// its own goroutines).
+func (w *KubeWorld) changed(uid string) func(host string) {
+	return func(string) {
+		w.mu.Lock()
+		wake := w.wakers[uid]
+		w.mu.Unlock()
+		if wake != nil {
+			wake()
+		}
+	}
 }
 
 // notRunning says why a member's pod cannot answer ("" when it may): it does
