@@ -447,7 +447,7 @@ func (c *cluster) idle(ctx actor.Context, wrote bool) {
 		c.observe(ctx)
 		return
 	}
-	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval); d > 0 && !c.soonTimer {
+	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval, c.deps.now()); d > 0 && !c.soonTimer {
 		c.soonTimer = true
 		scheduler.NewTimerScheduler(ctx).SendOnce(d, ctx.Self(), soon{})
 	}
