@@ -149,6 +149,8 @@ type cluster struct {
 	soonTimer bool // a quick re-observation is scheduled
 	quiet     int  // observations in a row that wrote nothing
 	draining  bool // stop when the step under way ends (ClusterDrain)
+
+	wake *wakeup // nil unless the World is a Watcher (wake.go)
 }
 
 // latestSpec is the newest Mgors an actor was sent, kept outside the actor so
@@ -219,6 +221,11 @@ func (c *cluster) Receive(ctx actor.Context) {
 		c.release()
 	case Poke, tick:
 		c.observe(ctx)
+	case membersMoved:
+		if c.wake != nil { // nil in an incarnation not yet recovered
+			c.wake.take()
+		}
+		c.observe(ctx)
 	case soon:
 		c.soonTimer = false
 		c.observe(ctx)
@@ -280,6 +287,7 @@ func (c *cluster) onRecovered(ctx actor.Context, msg recovered) {
 	c.state, c.ready, c.busy = msg.state, true, false
 	c.log.Info().Int64("seq", c.state.Seq).Str("phase", string(c.state.Phase)).Msg("recovered from the event log; observing before acting")
 	c.stopTimer = every(ctx, c.deps.Interval, tick{})
+	c.watchMembers(ctx)
 	c.observe(ctx)
 }
 
@@ -439,7 +447,7 @@ func (c *cluster) idle(ctx actor.Context, wrote bool) {
 		c.observe(ctx)
 		return
 	}
-	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval); d > 0 && !c.soonTimer {
+	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval, c.deps.now()); d > 0 && !c.soonTimer {
 		c.soonTimer = true
 		scheduler.NewTimerScheduler(ctx).SendOnce(d, ctx.Self(), soon{})
 	}

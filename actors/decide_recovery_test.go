@@ -550,8 +550,18 @@ func TestLookAgain(t *testing.T) {
 	healthy := State{Phase: v1alpha1.PhaseHealthy}
 	recovering := State{Phase: v1alpha1.PhaseRecovering}
 	lost := State{Phase: v1alpha1.PhaseRecovering, MajorityLost: &MajorityLost{}}
-	stalled := State{Phase: v1alpha1.PhaseRecovering, LastFailure: &ActionFailed{}}
+	now := time.Unix(1_800_000_000, 0)
+	// The third failure in a row: a back-off of 8 s, 5 s of it left.
+	failing := State{Phase: v1alpha1.PhaseRecovering, LastFailure: &ActionFailed{}, Failures: 3, FailedAt: now.Add(-3 * time.Second)}
+	longFailing := failing
+	longFailing.Failures = 10 // 2 min
+	stalled := failing
+	stalled.FailedAt = now.Add(-time.Minute)
+	healthyFailing := failing
+	healthyFailing.Phase = v1alpha1.PhaseHealthy
 	volumes := State{Phase: v1alpha1.PhaseRecovering, VolumesLost: &VolumesLost{}}
+	paused := demo(3)
+	paused.Spec.Paused = true
 	tests := []struct {
 		name  string
 		s     State
@@ -562,16 +572,23 @@ func TestLookAgain(t *testing.T) {
 		{"healthy: the interval timer", healthy, m, 0, 0},
 		{"recovering after a write", recovering, m, 0, time.Second},
 		{"recovering, quiet, backs off", recovering, m, 3, 8 * time.Second},
-		{"capped at the interval", recovering, m, 20, 10 * time.Second},
+		{"capped at slowest", recovering, m, 20, slowest},
 		{"waiting for a person", lost, m, 0, 0},
 		{"automatic policy waits for its grace period", lost, auto, 2, 4 * time.Second},
-		{"stalled", stalled, m, 0, 0},
+		{"a failed action: when its back-off ends", failing, m, 0, 5 * time.Second},
+		{"a failed action on a healthy cluster too", healthyFailing, m, 0, 5 * time.Second},
+		{"a long back-off: capped at the interval", longFailing, m, 0, time.Minute},
+		{"stalled past the back-off", stalled, m, 0, 0},
+		{"paused", failing, paused, 0, 0},
 		{"volumes lost", volumes, m, 0, 0},
 	}
 	for _, tt := range tests {
-		if got := lookAgain(tt.s, tt.m, tt.quiet, 10*time.Second); got != tt.want {
+		if got := lookAgain(tt.s, tt.m, tt.quiet, time.Minute, now); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+	if got := lookAgain(recovering, m, 20, 5*time.Second, now); got != 5*time.Second {
+		t.Errorf("an interval below slowest: %v, want it", got)
 	}
 }
 

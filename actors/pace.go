@@ -14,23 +14,43 @@ import (
 // starting) without an event that would wake the actor.
 const quickly = time.Second
 
+// slowest caps lookAgain's back-off of a moving cluster. Its wake-ups (the
+// watches of its objects, the driver's monitoring of its members) do not
+// cover all that moves (an initial sync's progress, a config committing),
+// and the --interval timer of a healthy cluster is a minute.
+const slowest = 10 * time.Second
+
 // lookAgain is how soon a cluster is observed again after a step, besides the
-// --interval timer and owned-object events; 0: not before those. A Healthy
-// or paused cluster, and one waiting for a person (a majority lost under the
-// Manual policy, every volume lost) or Stalled (a problem outside the
-// operator, a failing action), waits for them. Any other cluster is moving
-// (an election, a pod starting, an initial sync) without events that would
-// wake it: 1 s after a step that wrote something, doubling with each quiet
-// observation, capped at the interval.
-func lookAgain(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration) time.Duration {
+// --interval timer, owned-object events and the members' moves (wake.go); 0:
+// not before those. A paused cluster, and one waiting for a person (a
+// majority lost under the Manual policy, every volume lost), waits for them.
+// An action that failed is looked at again when its back-off ends (decide.go),
+// so its retry does not wait for the timer. A Healthy cluster, and one
+// Stalled (a problem outside the operator, a failing action past its
+// back-off), waits for them too. Any other cluster is moving (an election, a
+// pod starting, an initial sync) without events that would wake it: 1 s after
+// a step that wrote something, doubling with each quiet observation, capped
+// at slowest and at the interval.
+func lookAgain(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration, now time.Time) time.Duration {
 	waiting := s.MajorityLost != nil && m.Spec.Recovery.MajorityLoss != v1alpha1.RecoveryAutomatic
-	if s.Phase == v1alpha1.PhaseHealthy || m.Spec.Paused || waiting || s.VolumesLost != nil ||
-		len(s.Problems) > 0 || s.LastFailure != nil {
+	if m.Spec.Paused || waiting || s.VolumesLost != nil {
 		return 0
 	}
-	d := quickly << min(quiet, 10)
+	if s.LastFailure != nil {
+		if until := s.FailedAt.Add(backoff(s.Failures)).Sub(now); until > 0 {
+			return capped(max(until, quickly), interval)
+		}
+	}
+	if s.Phase == v1alpha1.PhaseHealthy || len(s.Problems) > 0 || s.LastFailure != nil {
+		return 0
+	}
+	return capped(min(quickly<<min(quiet, 10), slowest), interval)
+}
+
+// capped is d, at most interval when there is one.
+func capped(d, interval time.Duration) time.Duration {
 	if interval > 0 && d > interval {
-		d = interval
+		return interval
 	}
 	return d
 }

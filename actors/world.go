@@ -47,6 +47,8 @@ type KubeWorld struct {
 
 	mu     sync.Mutex
 	admins map[string]cachedAdmin // by Mgors UID
+	// wakers wake the actors whose members moved, by Mgors UID (Watch).
+	wakers map[string]func()
 	// opened remembers, by Secret, the resourceVersion whose password last
 	// opened its user and when (world_users.go).
 	opened map[string]openedAt
@@ -103,6 +105,7 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 	opts := w.Mongo
 	opts.Credentials = cred
 	opts.TLS = tlsConf
+	opts.Changed = w.changed(string(m.UID))
 	newAdmin := w.NewAdmin
 	if newAdmin == nil {
 		newAdmin = func(o mongo.Options) mongo.Admin { return mongo.NewClient(o) }
@@ -115,12 +118,14 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 	return a, nil
 }
 
-// Forget closes the admin client of a cluster that is gone.
+// Forget closes the admin client of a cluster that is gone, and stops
+// waking its actor.
 func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 	w.mu.Lock()
 	c, ok := w.admins[string(m.UID)]
 	delete(w.admins, string(m.UID))
 	delete(w.expectations, m.UID)
+	delete(w.wakers, string(m.UID))
 	w.mu.Unlock()
 	if ok {
 		_ = c.admin.Close(context.Background())

@@ -4,13 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
 
-// observeMembers asks each member hello (no credentials) and returns the
-// member to read the replica set from: the primary, or the member with the
-// newest config; "" when no member holds a config.
+// helloTimeout bounds each member's hello (and buildInfo) in an
+// observation, below the admin client's own call deadline: a member whose pod
+// runs but whose mongod does not answer (killed, hung, partitioned) costs the
+// observation this much, once, as every member is asked at the same time.
+const helloTimeout = 2 * time.Second
+
+// observeMembers asks each member hello (no credentials), all at once, and
+// returns the member to read the replica set from: the primary, or the
+// member with the newest config; "" when no member holds a config. A member
+// whose pod is absent or not Running is not dialed (unreachable): nothing
+// listens there, and asking would cost the driver's whole server selection.
 func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desired []mongo.DesiredMember, o *Observation) string {
 	type answer struct {
 		dm      mongo.DesiredMember
@@ -19,19 +31,27 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 		version string
 	}
 	answers := make(chan answer, len(desired))
+	asked := 0
 	for _, dm := range desired {
+		if why := notRunning(o.Pods, dm.Name); why != "" {
+			o.Members[dm.Host] = MemberView{Name: dm.Name, Host: dm.Host, Arbiter: dm.Arbiter, Err: why}
+			continue
+		}
+		asked++
 		go func() {
-			h, err := admin.Hello(ctx, dm.Host)
+			hctx, cancel := context.WithTimeout(ctx, helloTimeout)
+			defer cancel()
+			h, err := admin.Hello(hctx, dm.Host)
 			var version string
 			if err == nil { // the binary that answers, not the image asked for
-				version, _ = admin.ServerVersion(ctx, dm.Host)
+				version, _ = admin.ServerVersion(hctx, dm.Host)
 			}
 			answers <- answer{dm, h, err, version}
 		}()
 	}
 	best := ""
 	var bestVersion int64
-	for range desired {
+	for range asked {
 		a := <-answers
 		mv := MemberView{Name: a.dm.Name, Host: a.dm.Host, Arbiter: a.dm.Arbiter}
 		if a.err != nil {
@@ -56,6 +76,48 @@ func (w *KubeWorld) observeMembers(ctx context.Context, admin mongo.Admin, desir
 		return o.Primary
 	}
 	return best
+}
+
+// Watch implements Watcher: the admin clients of m call wake when the
+// driver's monitoring sees a member move (mongo.Options.Changed).
+func (w *KubeWorld) Watch(m *v1alpha1.Mgors, wake func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.wakers == nil {
+		w.wakers = map[string]func(){}
+	}
+	w.wakers[string(m.UID)] = wake
+}
+
+// changed is the mongo.Options.Changed of the cluster uid's admin clients:
+// it wakes the actor Watch registered last, if any (the driver calls it on
+// its own goroutines).
+func (w *KubeWorld) changed(uid string) func(host string) {
+	return func(string) {
+		w.mu.Lock()
+		wake := w.wakers[uid]
+		w.mu.Unlock()
+		if wake != nil {
+			wake()
+		}
+	}
+}
+
+// notRunning says why a member's pod cannot answer ("" when it may): it does
+// not exist, or it is not Running (Pending: not started yet; Succeeded or
+// Failed: its containers ended). A pod being deleted is still asked: its
+// mongod runs, and may be the primary, until its grace period ends.
+func notRunning(pods map[string]PodView, name string) string {
+	p, ok := pods[name]
+	switch {
+	case !ok:
+		return "not reachable: pod " + name + " does not exist"
+	case p.Phase == "":
+		return "not reachable: pod " + name + " has no phase yet"
+	case p.Phase != string(corev1.PodRunning):
+		return "not reachable: pod " + name + " is " + p.Phase
+	}
+	return ""
 }
 
 // observeReplicaSet reads the config and status from source, each

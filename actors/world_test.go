@@ -62,6 +62,7 @@ func TestKubeWorldBootstrapKeepsSecretsOut(t *testing.T) {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.AdminSecretName(), Namespace: m.Namespace},
 			Data: map[string][]byte{v1alpha1.AdminUsernameSecretKey: []byte("admin"), v1alpha1.AdminPasswordSecretKey: []byte(password)}},
 	)
+	runningPods(kc)
 	mc := kubefake.NewClientset(m)
 	var hosts []string
 	for _, dm := range mongo.Desired(m, "cluster.local") {
@@ -170,6 +171,7 @@ func kubeFixture(t *testing.T, user string) (func(mongo.Admin) *KubeWorld, *mong
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.AdminSecretName(), Namespace: m.Namespace},
 			Data: map[string][]byte{v1alpha1.AdminUsernameSecretKey: []byte(user), v1alpha1.AdminPasswordSecretKey: []byte("pw")}},
 	)
+	runningPods(kc)
 	mc := kubefake.NewClientset(m)
 	var hosts []string
 	for _, dm := range mongo.Desired(m, "cluster.local") {

@@ -34,6 +34,7 @@ func TestKubeWorldTLSIssuesAndConnectsWithTheCA(t *testing.T) {
 	m.APIVersion, m.Kind = "mgors.io/v1alpha1", "Mgors"
 	m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "requireTLS"}
 	kc := k8sfake.NewClientset()
+	runningPods(kc)
 	mc := kubefake.NewClientset(m)
 	var hosts []string
 	for _, dm := range mongo.Desired(m, "cluster.local") {

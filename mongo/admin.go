@@ -130,17 +130,27 @@ type Options struct {
 	TLS *tls.Config
 	// Log receives one debug line per call; never a secret.
 	Log zerolog.Logger
+	// Changed, when set, is called with a member's host when the driver's
+	// own monitoring of it (the unauthenticated connection that hello uses)
+	// sees it move: a new primary, a member gone or back, a new config
+	// (monitor.go). It runs on the driver's goroutines and must not block.
+	Changed func(host string)
+	// Heartbeat is the driver's heartbeat frequency on the watched
+	// connections; DefaultHeartbeat when zero.
+	Heartbeat time.Duration
 }
 
 // Client is the Admin over the official driver: one direct connection
 // (directConnection=true) per member host, authenticated or not, cached until
-// Close.
+// Close. The unauthenticated one watches its member (Options.Changed).
 type Client struct {
 	opts Options
 
 	mu     sync.Mutex
 	authed map[string]*driver.Client
 	plain  map[string]*driver.Client
+	// watch are the monitors of the plain connections, by host.
+	watch map[string]*monitor
 	// sha1 remembers hosts where keyfile auth needed SCRAM-SHA-1.
 	sha1   map[string]bool
 	closed bool
@@ -153,7 +163,11 @@ func NewClient(opts Options) *Client {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	return &Client{opts: opts, authed: map[string]*driver.Client{}, plain: map[string]*driver.Client{}, sha1: map[string]bool{}}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	return &Client{opts: opts, authed: map[string]*driver.Client{}, plain: map[string]*driver.Client{},
+		watch: map[string]*monitor{}, sha1: map[string]bool{}}
 }
 
 type dialFunc func(ctx context.Context, network, address string) (net.Conn, error)
@@ -182,6 +196,16 @@ func (c *Client) conn(host string, auth bool) (*driver.Client, error) {
 	o := options.Client().SetHosts([]string{host}).SetDirect(true).SetAppName("mgors").
 		SetServerSelectionTimeout(c.opts.Timeout).SetConnectTimeout(c.opts.Timeout).
 		SetMaxPoolSize(4).SetRetryWrites(false).SetRetryReads(false)
+	var mon *monitor
+	if auth {
+		o.SetHeartbeatInterval(idleHeartbeat).SetServerMonitoringMode(options.ServerMonitoringModePoll)
+	} else {
+		o.SetHeartbeatInterval(c.opts.Heartbeat)
+		if c.opts.Changed != nil {
+			mon = newMonitor(host, c.opts.Changed)
+			o.SetServerMonitor(mon.serverMonitor())
+		}
+	}
 	switch {
 	case c.opts.Dial != nil:
 		o.SetDialer(dialFunc(c.opts.Dial))
@@ -209,7 +233,20 @@ func (c *Client) conn(host string, auth bool) (*driver.Client, error) {
 		return nil, err
 	}
 	cache[host] = dc
+	if mon != nil {
+		c.watch[host] = mon
+	}
 	return dc, nil
+}
+
+// opened tells host's monitor that a command on its connection returned.
+func (c *Client) opened(host string) {
+	c.mu.Lock()
+	mon := c.watch[NormalizeHost(host)]
+	c.mu.Unlock()
+	if mon != nil {
+		mon.opened()
+	}
 }
 
 // drop forgets and disconnects a host's authenticated client.
@@ -260,6 +297,9 @@ func (c *Client) runOnce(ctx context.Context, host, db, name string, auth bool, 
 		return classify(host, name, err)
 	}
 	res := dc.Database(db).RunCommand(ctx, cmd)
+	if !auth {
+		c.opened(host)
+	}
 	if err := res.Err(); err != nil {
 		return classify(host, name, err)
 	}
@@ -355,7 +395,7 @@ func (c *Client) Close(ctx context.Context) error {
 			all = append(all, dc)
 		}
 	}
-	c.authed, c.plain, c.closed = map[string]*driver.Client{}, map[string]*driver.Client{}, true
+	c.authed, c.plain, c.watch, c.closed = map[string]*driver.Client{}, map[string]*driver.Client{}, map[string]*monitor{}, true
 	c.mu.Unlock()
 	var errs []error
 	for _, dc := range all {

@@ -77,7 +77,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.dnsServer, "dns-server", "", "resolve member names through this DNS server (host:port), for an operator running outside the cluster")
 	fs.StringVar(&o.store, "event-store", "", "where event logs are kept: kube, file or memory; empty means kube in a cluster, file outside")
 	fs.StringVar(&o.storeDir, "event-dir", ".mgors/events", "directory of the file event store")
-	fs.DurationVar(&o.interval, "interval", 10*time.Second, "how often each cluster is observed without a change to wake it")
+	fs.DurationVar(&o.interval, "interval", time.Minute, "how often each cluster is observed without a change to wake it (its objects' watches and its members' moves wake it at once)")
 	fs.DurationVar(&o.observeTimeout, "observe-timeout", 20*time.Second, "bound of one observation (every call inside has its own, shorter deadline)")
 	fs.DurationVar(&o.actTimeout, "act-timeout", 60*time.Second, "bound of one action")
 	fs.Int64Var(&o.snapshotEvery, "snapshot-every", 100, "records between event-log snapshots")

@@ -32,7 +32,7 @@ func TestFlagsRejectBadInputNamingTheFlag(t *testing.T) {
 		}
 	}
 	o, err := parseFlags([]string{"--namespace=db", "--leader-elect"})
-	if err != nil || o.namespace != "db" || !o.leaderElect || o.interval != 10*time.Second || o.shards != "" || !o.installCRD {
+	if err != nil || o.namespace != "db" || !o.leaderElect || o.interval != time.Minute || o.shards != "" || !o.installCRD {
 		t.Fatalf("defaults: %+v %v", o, err)
 	}
 	// The namespaced install's operator may not write the CRD.
