@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	ktypes "k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -85,6 +87,7 @@ func TestKubeWorldObservesAHealthyClusterFromTheCachesOnly(t *testing.T) {
 		if o, ok := a.(interface{ GetObject() runtime.Object }); ok {
 			if s, ok := o.GetObject().(*appsv1.StatefulSet); ok && s.Spec.Replicas != nil {
 				s.Status.Replicas = *s.Spec.Replicas
+				addRunningPods(t, kc, s) // nor a kubelet: members are dialed only in Running pods
 			}
 		}
 		return false, nil, nil
@@ -132,5 +135,28 @@ func TestKubeWorldObservesAHealthyClusterFromTheCachesOnly(t *testing.T) {
 	}
 	if inf.SecretValueReads() == 0 {
 		t.Fatal("the Secrets' data were never read: the observation did not use SecretData")
+	}
+}
+
+// addRunningPods puts into kc's tracker a Running, Ready pod for each of s's
+// ordinals that has none yet, as the StatefulSet controller and a kubelet
+// would; the informers see them through their watch.
+func addRunningPods(t *testing.T, kc *k8sfake.Clientset, s *appsv1.StatefulSet) {
+	t.Helper()
+	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	for i := range *s.Spec.Replicas {
+		name := fmt.Sprintf("%s-%d", s.Name, i)
+		if _, err := kc.Tracker().Get(gvr, s.Namespace, name); err == nil {
+			continue
+		}
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, UID: ktypes.UID(name),
+				Labels: s.Spec.Template.Labels, Annotations: s.Spec.Template.Annotations},
+			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", i+1),
+				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
+		}
+		if err := kc.Tracker().Create(gvr, pod, s.Namespace); err != nil {
+			t.Errorf("adding pod %s: %v", name, err)
+		}
 	}
 }
