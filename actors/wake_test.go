@@ -97,7 +97,8 @@ func TestActorObservesWhenMembersMove(t *testing.T) {
 	deps.Interval = time.Hour
 	stop := runOperator(t, deps)
 	defer stop()
-	waitFor(t, "Healthy", func() bool { return world.phase("db/demo") == v1alpha1.PhaseHealthy })
+	// No timer helps here: each step that changes nothing doubles the wait.
+	waitForWithin(t, 2*time.Minute, "Healthy", func() bool { return world.phase("db/demo") == v1alpha1.PhaseHealthy })
 	waitFor(t, "watching", func() bool { world.mu.Lock(); defer world.mu.Unlock(); return world.wake != nil })
 	before := world.count()
 	world.mu.Lock()
