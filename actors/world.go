@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -178,6 +179,9 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	}
 	w.observeReplicaSet(ctx, admin, source, &o)
 	w.observeUsers(ctx, admin, auth, users, &o)
+	if r, ok := admin.(mongo.Retainer); ok && len(o.Members) > 0 {
+		r.Retain(slices.Collect(maps.Keys(o.Members))) // the members asked and those in the config
+	}
 	return o, nil
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,11 +93,18 @@ func TestNotRunningSaysWhyWithoutDialing(t *testing.T) {
 	}
 }
 
-// countingAdmin counts the hosts asked hello.
+// countingAdmin counts the hosts asked hello, and keeps what Retain kept.
 type countingAdmin struct {
 	keepOpen
 	mu    sync.Mutex
 	hello map[string]int
+	kept  []string
+}
+
+func (c *countingAdmin) Retain(keep []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.kept = slices.Sorted(slices.Values(keep))
 }
 
 func (c *countingAdmin) Hello(ctx context.Context, host string) (mongo.HelloReply, error) {
@@ -134,5 +142,20 @@ func TestKubeWorldDoesNotDialMembersWithoutAPod(t *testing.T) {
 	}
 	if o.Primary == "" || len(hosts) != 3 {
 		t.Fatalf("primary %q: the three running members were not read", o.Primary)
+	}
+	var all []string
+	for _, dm := range desired {
+		all = append(all, dm.Host)
+	}
+	if slices.Sort(all); !slices.Equal(admin.kept, all) {
+		t.Errorf("connections kept %v, want every desired member's %v", admin.kept, all)
+	}
+	// Back to 3: the connections of the two members no longer asked go.
+	m.Spec.Members = 3
+	if _, err := newWorld(admin).Observe(ctx, m, mongo.Desired(m, "cluster.local"), AuthKeyfile); err != nil {
+		t.Fatal(err)
+	}
+	if want := slices.Sorted(slices.Values(hosts)); !slices.Equal(admin.kept, want) {
+		t.Errorf("connections kept after 5 -> 3: %v, want %v", admin.kept, want)
 	}
 }

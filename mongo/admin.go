@@ -386,6 +386,50 @@ func (c *Client) Freeze(ctx context.Context, host string, seconds int) error {
 	return c.run(ctx, host, "replSetFreeze", true, bson.D{{Key: "replSetFreeze", Value: seconds}}, nil)
 }
 
+// Retainer is an Admin that keeps connections to members: Retain closes
+// those to hosts not in keep, such as members a scale-down removed, which
+// would otherwise go on monitoring a name that no longer resolves.
+type Retainer interface {
+	Retain(keep []string)
+}
+
+var _ Retainer = (*Client)(nil)
+
+// Retain implements Retainer. The connections are closed in the
+// background, each within a second; a host asked again later reconnects.
+func (c *Client) Retain(keep []string) {
+	want := make(map[string]bool, len(keep))
+	for _, h := range keep {
+		want[NormalizeHost(h)] = true
+	}
+	var gone []*driver.Client
+	c.mu.Lock()
+	for _, m := range []map[string]*driver.Client{c.authed, c.plain} {
+		for h, dc := range m {
+			if !want[h] {
+				gone = append(gone, dc)
+				delete(m, h)
+			}
+		}
+	}
+	for h := range c.watch {
+		if !want[h] {
+			delete(c.watch, h)
+		}
+	}
+	c.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	go func() {
+		for _, dc := range gone {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = dc.Disconnect(ctx)
+			cancel()
+		}
+	}()
+}
+
 // Close implements Admin: it disconnects every cached connection.
 func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()

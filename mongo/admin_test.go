@@ -392,3 +392,28 @@ func convergeLive(t *testing.T, c *Client, desired []DesiredMember, hosts []stri
 	t.Fatalf("no Done after %d steps: %+v", len(steps), steps)
 	return nil
 }
+
+// Retain closes the connections to hosts no longer kept (a scale-down's
+// removed members) and keeps the others, authenticated or not.
+func TestRetainClosesTheConnectionsOfHostsNotKept(t *testing.T) {
+	c := NewClient(Options{Changed: func(string) {}})
+	defer func() { _ = c.Close(context.Background()) }()
+	for _, host := range []string{"a:27017", "b:27017"} {
+		for _, auth := range []bool{false, true} {
+			if _, err := c.conn(host, auth); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	c.Retain([]string{"a"})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for name, m := range map[string]int{"plain": len(c.plain), "authed": len(c.authed), "watch": len(c.watch)} {
+		if m != 1 {
+			t.Errorf("%s connections after Retain(a): %d, want 1", name, m)
+		}
+	}
+	if c.plain["a:27017"] == nil || c.authed["a:27017"] == nil {
+		t.Errorf("the kept host lost its connections: plain %v, authed %v", c.plain, c.authed)
+	}
+}

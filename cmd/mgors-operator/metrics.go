@@ -219,6 +219,13 @@ type timedAdmin struct {
 	m *metrics
 }
 
+// Retain passes mongo.Retainer on to the wrapped client.
+func (t timedAdmin) Retain(keep []string) {
+	if r, ok := t.Admin.(mongo.Retainer); ok {
+		r.Retain(keep)
+	}
+}
+
 func (t timedAdmin) time(cmd string, start time.Time, err error) error {
 	t.m.mongoCalls.WithLabelValues(cmd).Observe(time.Since(start).Seconds())
 	if err != nil {
