@@ -1,0 +1,67 @@
+package scale
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/rs/zerolog"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/client"
+	"github.com/mgors/operator/mongo"
+)
+
+// Operator settings both rows run with: cmd/mgors-operator's defaults.
+const (
+	clusterDomain = "cluster.local"
+	operatorQPS   = 50
+	operatorBurst = 100
+)
+
+// Env is what a row runs on: clients whose every request is counted, the
+// World they make (KubeWorld, as cmd/mgors-operator wires it, with the
+// members simulated), and the kube event log behind the Probe.
+type Env struct {
+	Namespace string
+	// Config is the counted rest.Config (the operator's QPS and burst).
+	Config   *rest.Config
+	Kube     kubernetes.Interface
+	Mgors    client.Interface
+	World    *actors.KubeWorld
+	Store    *Probe
+	Requests *Requests
+	Log      zerolog.Logger
+
+	stopEvents func()
+}
+
+// NewEnv builds the row's clients from base (the harness's config, copied).
+func NewEnv(ctx context.Context, base *rest.Config, namespace string, members *Members, log zerolog.Logger) (*Env, error) {
+	req := &Requests{}
+	cfg := rest.CopyConfig(base)
+	cfg.QPS, cfg.Burst = operatorQPS, operatorBurst
+	cfg.Wrap(req.Wrap)
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kube client: %w", err)
+	}
+	mc, err := client.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("mgors client: %w", err)
+	}
+	recorder, stopEvents := kube.NewEventBroadcaster(ctx, kc)
+	world := &actors.KubeWorld{
+		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: recorder,
+		Mongo: mongo.Options{Log: log}, ClusterDomain: clusterDomain,
+		NewAdmin: func(mongo.Options) mongo.Admin { return members.Admin() },
+	}
+	return &Env{Namespace: namespace, Config: cfg, Kube: kc, Mgors: mc, World: world,
+		Store: &Probe{Store: eventlog.NewKube(kc)}, Requests: req, Log: log, stopEvents: stopEvents}, nil
+}
+
+// Close stops the Event broadcaster.
+func (e *Env) Close() { e.stopEvents() }
