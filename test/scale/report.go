@@ -92,7 +92,6 @@ func AppendResult(path string, r Result) error {
 	return errors.Join(err, f.Close())
 }
 
-
 // ReadResults reads a JSON-lines file of results.
 func ReadResults(r io.Reader) ([]Result, error) {
 	var out []Result
