@@ -15,11 +15,11 @@ import (
 	"github.com/mgors/operator/mongo"
 )
 
-// Operator settings both rows run with: cmd/mgors-operator's defaults.
+// Operator settings both rows run with: cmd/mgors-operator's.
 const (
 	clusterDomain = "cluster.local"
-	operatorQPS   = 50
-	operatorBurst = 100
+	// OperatorQPS is cmd/mgors-operator's client rate limit (burst twice it).
+	OperatorQPS = 50
 )
 
 // Env is what a row runs on: clients whose every request is counted, the
@@ -39,11 +39,12 @@ type Env struct {
 	stopEvents func()
 }
 
-// NewEnv builds the row's clients from base (the harness's config, copied).
-func NewEnv(ctx context.Context, base *rest.Config, namespace string, members *Members, log zerolog.Logger) (*Env, error) {
+// NewEnv builds the row's clients from base (the harness's config, copied),
+// limited to qps requests a second (burst twice that) per client.
+func NewEnv(ctx context.Context, base *rest.Config, qps float32, namespace string, members *Members, log zerolog.Logger) (*Env, error) {
 	req := &Requests{}
 	cfg := rest.CopyConfig(base)
-	cfg.QPS, cfg.Burst = operatorQPS, operatorBurst
+	cfg.QPS, cfg.Burst = qps, int(2*qps)
 	cfg.Wrap(req.Wrap)
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

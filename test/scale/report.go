@@ -18,6 +18,8 @@ type Result struct {
 	Row     string `json:"row"`
 	N       int    `json:"n"`
 	Members int32  `json:"members"`
+	// QPS is the row's client rate limit.
+	QPS float32 `json:"qps"`
 	// Healthy is how many clusters were Healthy when the wait ended, and
 	// ToHealthy how long after the last create returned they all were
 	// (the wait's bound when some never were).
@@ -119,8 +121,12 @@ func Table(w io.Writer, rs []Result) error {
 		if r.Healthy < r.N {
 			healthy = fmt.Sprintf(">%.0f (%d of %d)", r.ToHealthy, r.Healthy, r.N)
 		}
+		row := r.Row
+		if r.QPS != OperatorQPS {
+			row += fmt.Sprintf(" (qps %.0f)", r.QPS)
+		}
 		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s / %s | %s | %s (%.2f) | %.1f | %.0f |\n",
-			r.Row, r.N, healthy, reaction(r.Kill), reaction(r.Spec),
+			row, r.N, healthy, reaction(r.Kill), reaction(r.Spec),
 			num(r.Reads), num(r.Writes), num(r.Appends), num(r.Commands), num(r.CPU), r.CPUCores, r.Heap, r.RSS)
 	}
 	_, err := io.WriteString(w, b.String())

@@ -35,8 +35,8 @@ func TestSummariseUnsorted(t *testing.T) {
 func TestResultsRoundTripIntoTable(t *testing.T) {
 	path := t.TempDir() + "/results.jsonl"
 	in := []Result{
-		{Row: RowMgors, N: 10, Healthy: 10, ToHealthy: 12.3, Kill: Reaction{P50: 4, P99: 9, Max: 9, Samples: 10}, Reads: 60, Heap: 40.5, RSS: 80},
-		{Row: RowBaseline, N: 10, Healthy: 7, ToHealthy: 600, Spec: Reaction{Missed: 10}},
+		{Row: RowMgors, N: 10, QPS: OperatorQPS, Healthy: 10, ToHealthy: 12.3, Kill: Reaction{P50: 4, P99: 9, Max: 9, Samples: 10}, Reads: 60, Heap: 40.5, RSS: 80},
+		{Row: RowBaseline, N: 10, QPS: OperatorQPS, Healthy: 7, ToHealthy: 600, Spec: Reaction{Missed: 10}},
 	}
 	for _, r := range in {
 		if err := AppendResult(path, r); err != nil {

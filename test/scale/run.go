@@ -44,14 +44,19 @@ type Config struct {
 	Wait    time.Duration
 	// HealthyWait bounds the wait for all N to be Healthy.
 	HealthyWait time.Duration
-	Log         zerolog.Logger
+	// QPS is the row's client rate limit (0: OperatorQPS).
+	QPS float32
+	Log zerolog.Logger
 }
 
 // Run measures one row on the API server of base: it creates N Mgors in a
 // namespace of their own, simulates their members and pods, runs the row,
 // and takes the figures (see Result). The namespace is left behind.
 func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
-	res := Result{Row: c.Row, N: c.N, Members: c.Members}
+	res := Result{Row: c.Row, N: c.N, Members: c.Members, QPS: c.QPS}
+	if res.QPS <= 0 {
+		res.QPS = OperatorQPS
+	}
 	h, err := newHarness(ctx, base, c)
 	if err != nil {
 		return res, err
@@ -69,7 +74,11 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	go forgetCalls(hctx, members)
 
 	heapBefore := liveHeap()
-	env, err := NewEnv(hctx, base, h.ns, members, c.Log)
+	qps := c.QPS
+	if qps <= 0 {
+		qps = OperatorQPS
+	}
+	env, err := NewEnv(hctx, base, qps, h.ns, members, c.Log)
 	if err != nil {
 		return res, err
 	}

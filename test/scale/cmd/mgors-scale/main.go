@@ -34,6 +34,7 @@ func main() {
 		healthy    = flag.Duration("healthy-wait", 10*time.Minute, "bound of the wait for all to be Healthy")
 		out        = flag.String("out", "bench-scale.jsonl", "results file (JSON lines), appended to")
 		logFile    = flag.String("log", "", "the row's log (zerolog JSON); empty: none")
+		qps        = flag.Float64("qps", scale.OperatorQPS, "the row's client rate limit (cmd/mgors-operator's: 50, burst twice it)")
 		table      = flag.String("table", "", "print this results file as a markdown table and exit")
 	)
 	flag.Parse()
@@ -67,7 +68,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	c := scale.Config{Row: *row, N: *n, Members: int32(*members), Settle: *settle, Window: *window,
-		Faults: *faults, Spacing: *spacing, Wait: *wait, HealthyWait: *healthy, Log: log}
+		Faults: *faults, Spacing: *spacing, Wait: *wait, HealthyWait: *healthy, QPS: float32(*qps), Log: log}
 	fmt.Fprintf(os.Stderr, "mgors-scale: %s, N=%d: creating, waiting for Healthy, %s steady, %d faults of each kind\n", *row, *n, *window, min(*faults, *n))
 	res, err := scale.Run(ctx, cfg, c)
 	if err != nil && !errors.Is(err, context.Canceled) {
