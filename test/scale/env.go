@@ -31,7 +31,7 @@ type Env struct {
 	Config   *rest.Config
 	Kube     kubernetes.Interface
 	Mgors    client.Interface
-	World    *actors.KubeWorld
+	World    actors.World
 	Store    *Probe
 	Requests *Requests
 	Log      zerolog.Logger
