@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
@@ -83,14 +84,20 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 		return res, err
 	}
 	defer env.Close()
+	// A row that stops by itself (it failed) ends the run.
+	ctx, failed := context.WithCancelCause(ctx)
+	defer failed(nil)
 	rowCtx, stopRow := context.WithCancel(hctx)
-	rowDone := make(chan error, 1)
+	rowDone := make(chan struct{})
 	go func() {
-		switch c.Row {
-		case RowBaseline:
-			rowDone <- RunBaseline(rowCtx, env)
-		default:
-			rowDone <- RunMgors(rowCtx, env)
+		defer close(rowDone)
+		run := RunMgors
+		if c.Row == RowBaseline {
+			run = RunBaseline
+		}
+		err := run(rowCtx, env)
+		if rowCtx.Err() == nil {
+			failed(fmt.Errorf("the %s row stopped: %w", c.Row, err))
 		}
 	}()
 	defer func() { stopRow(); <-rowDone }()
@@ -115,6 +122,9 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	specs, specMissed, specWrites := f.run(ctx, f.spec)
 	res.Spec = Summarise(specs, specMissed)
 	res.WriteP50 = Summarise(append(writes, specWrites...), 0).P50
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return res, err
+	}
 	return res, ctx.Err()
 }
 
