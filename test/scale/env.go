@@ -55,14 +55,19 @@ func NewEnv(ctx context.Context, base *rest.Config, qps float32, namespace strin
 		return nil, fmt.Errorf("mgors client: %w", err)
 	}
 	recorder, stopEvents := kube.NewEventBroadcaster(ctx, kc)
-	world := &actors.KubeWorld{
-		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: recorder,
-		Mongo: mongo.Options{Log: log}, ClusterDomain: clusterDomain,
-		NewAdmin: func(mongo.Options) mongo.Admin { return members.Admin() },
-	}
-	return &Env{Namespace: namespace, Config: cfg, Kube: kc, Mgors: mc, World: world,
+	return &Env{Namespace: namespace, Config: cfg, Kube: kc, Mgors: mc, World: newWorld(kc, mc, recorder, members, log),
 		Store: &Probe{Store: eventlog.NewKube(kc)}, Requests: req, Log: log, stopEvents: stopEvents}, nil
 }
 
 // Close stops the Event broadcaster.
 func (e *Env) Close() { e.stopEvents() }
+
+// newWorld is KubeWorld as cmd/mgors-operator wires it, its members dialled
+// in process.
+func newWorld(kc kubernetes.Interface, mc client.Interface, recorder *kube.Recorder, members *Members, log zerolog.Logger) *actors.KubeWorld {
+	return &actors.KubeWorld{
+		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: recorder,
+		Mongo: mongo.Options{Log: log}, ClusterDomain: clusterDomain,
+		NewAdmin: func(mongo.Options) mongo.Admin { return members.Admin() },
+	}
+}

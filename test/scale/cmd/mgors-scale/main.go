@@ -21,6 +21,9 @@ import (
 )
 
 func main() {
+	// A flag set of its own: controller-runtime registers --kubeconfig on
+	// the default one.
+	flag := flag.NewFlagSet("mgors-scale", flag.ExitOnError)
 	var (
 		kubeconfig = flag.String("kubeconfig", "", "kubeconfig of the API server")
 		row        = flag.String("row", scale.RowMgors, "mgors (the actors) or baseline (controller-runtime)")
@@ -37,7 +40,7 @@ func main() {
 		qps        = flag.Float64("qps", scale.OperatorQPS, "the row's client rate limit (cmd/mgors-operator's: 50, burst twice it)")
 		table      = flag.String("table", "", "print this results file as a markdown table and exit")
 	)
-	flag.Parse()
+	_ = flag.Parse(os.Args[1:])
 	if *table != "" {
 		if err := printTable(*table); err != nil {
 			fmt.Fprintln(os.Stderr, "mgors-scale:", err)
