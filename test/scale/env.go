@@ -34,7 +34,9 @@ type Env struct {
 	World    actors.World
 	Store    *Probe
 	Requests *Requests
-	Log      zerolog.Logger
+	// Observations are the rows' observation durations.
+	Observations *Observations
+	Log          zerolog.Logger
 
 	stopEvents func()
 }
@@ -56,7 +58,7 @@ func NewEnv(ctx context.Context, base *rest.Config, qps float32, namespace strin
 	}
 	recorder, stopEvents := kube.NewEventBroadcaster(ctx, kc)
 	return &Env{Namespace: namespace, Config: cfg, Kube: kc, Mgors: mc, World: newWorld(kc, mc, recorder, members, log),
-		Store: &Probe{Store: eventlog.NewKube(kc)}, Requests: req, Log: log, stopEvents: stopEvents}, nil
+		Store: &Probe{Store: eventlog.NewKube(kc)}, Requests: req, Observations: &Observations{}, Log: log, stopEvents: stopEvents}, nil
 }
 
 // Close stops the Event broadcaster.

@@ -30,6 +30,10 @@ type Result struct {
 	Kill     Reaction `json:"kill"`
 	Spec     Reaction `json:"spec"`
 	WriteP50 float64  `json:"faultWriteP50Ms"`
+	// Observe is how long one World.Observe took in the steady window,
+	// ObserveUnderFaults during the member kills.
+	Observe            Reaction `json:"observe"`
+	ObserveUnderFaults Reaction `json:"observeUnderFaults"`
 	// Steady state, per cluster and minute over Window seconds.
 	Window   float64 `json:"windowSeconds"`
 	Reads    float64 `json:"readsPerClusterMinute"`
@@ -114,8 +118,8 @@ func ReadResults(r io.Reader) ([]Result, error) {
 // Table writes the results as one markdown table, a row per result.
 func Table(w io.Writer, rs []Result) error {
 	var b strings.Builder
-	b.WriteString("| row | N | Healthy after (s) | kill reaction p50 / p99 / max (ms) | spec reaction p50 / p99 / max (ms) | API reads / writes / log appends per cluster·min | mongod cmds per cluster·min | CPU ms per cluster·min (cores) | heap KiB per cluster | RSS MiB |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| row | N | Healthy after (s) | kill reaction p50 / p99 / max (ms) | spec reaction p50 / p99 / max (ms) | API reads / writes / log appends per cluster·min | mongod cmds per cluster·min | CPU ms per cluster·min (cores) | heap KiB per cluster | RSS MiB | observe p50 / p99 (ms), steady; under kills |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		healthy := fmt.Sprintf("%.1f", r.ToHealthy)
 		if r.Healthy < r.N {
@@ -125,9 +129,10 @@ func Table(w io.Writer, rs []Result) error {
 		if r.QPS != OperatorQPS {
 			row += fmt.Sprintf(" (qps %.0f)", r.QPS)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s / %s | %s | %s (%.2f) | %.1f | %.0f |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s / %s | %s | %s (%.2f) | %.1f | %.0f | %s / %s; %s / %s |\n",
 			row, r.N, healthy, reaction(r.Kill), reaction(r.Spec),
-			num(r.Reads), num(r.Writes), num(r.Appends), num(r.Commands), num(r.CPU), r.CPUCores, r.Heap, r.RSS)
+			num(r.Reads), num(r.Writes), num(r.Appends), num(r.Commands), num(r.CPU), r.CPUCores, r.Heap, r.RSS,
+			num(r.Observe.P50), num(r.Observe.P99), num(r.ObserveUnderFaults.P50), num(r.ObserveUnderFaults.P99))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

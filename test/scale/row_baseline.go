@@ -113,7 +113,9 @@ func (b *baseline) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	stream := eventlog.Stream{Namespace: m.Namespace, Name: m.Name, UID: string(m.UID)}
 	desired := mongo.Desired(m, clusterDomain)
 	octx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	start := time.Now()
 	obs, err := b.env.World.Observe(octx, m, desired, st.Auth)
+	b.env.Observations.Add(time.Since(start))
 	cancel()
 	if err != nil {
 		return reconcile.Result{RequeueAfter: BaselineRequeue}, nil

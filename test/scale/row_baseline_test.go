@@ -47,7 +47,7 @@ func TestBaselineReconcileDecidesActsAndRequeues(t *testing.T) {
 	m := newMgors("db", 0, 1)
 	m.UID, m.Generation = "uid-0", 1
 	world, store := &nothingYet{}, eventlog.NewMemory()
-	env := &Env{World: world, Store: &Probe{Store: store}, Log: zerolog.Nop()}
+	env := &Env{World: world, Store: &Probe{Store: store}, Observations: &Observations{}, Log: zerolog.Nop()}
 	b := &baseline{cache: crfake.NewClientBuilder().WithScheme(scheme).WithObjects(m).Build(), env: env, states: map[types.UID]actors.State{}}
 	ctx := context.Background()
 

@@ -20,6 +20,7 @@ func RunMgors(ctx context.Context, env *Env) error {
 	deps := &actors.Deps{
 		Store: env.Store, World: env.World, Log: env.Log, Writer: "bench-scale", ClusterDomain: clusterDomain,
 		Interval: 10 * time.Second, ObserveTimeout: 20 * time.Second, ActTimeout: 60 * time.Second, SnapshotEvery: 100,
+		Metrics: env.Observations,
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(zerolog.NewSlogHandler(env.Log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))

@@ -64,7 +64,7 @@ func TestMgorsRowOnFakes(t *testing.T) {
 	go statefulSets(ctx, t, kc, "db")
 	recorder, stop := kube.NewEventBroadcaster(ctx, kc)
 	defer stop()
-	env := &Env{Namespace: "db", Kube: kc, Mgors: mc, Store: &Probe{Store: eventlog.NewMemory()}, Requests: &Requests{}, Log: zerolog.Nop()}
+	env := &Env{Namespace: "db", Kube: kc, Mgors: mc, Store: &Probe{Store: eventlog.NewMemory()}, Requests: &Requests{}, Observations: &Observations{}, Log: zerolog.Nop()}
 	env.World = newWorld(kc, mc, recorder, members, zerolog.Nop())
 	var clusters []*v1alpha1.Mgors
 	for i := range 2 {

@@ -118,6 +118,7 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	f := faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters, c: c}
 	kills, killMissed, writes := f.run(ctx, f.kill)
 	res.Kill = Summarise(kills, killMissed)
+	res.ObserveUnderFaults = Summarise(env.Observations.Take(), 0)
 	h.waitHealthy(ctx, c.N, c.HealthyWait)
 	specs, specMissed, specWrites := f.run(ctx, f.spec)
 	res.Spec = Summarise(specs, specMissed)
@@ -130,6 +131,7 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 
 // steady takes the steady-state figures over c.Window.
 func steady(ctx context.Context, res *Result, env *Env, members *Members, c Config) {
+	env.Observations.Take()
 	req0, cmd0, cpu0, t0 := env.Requests.Counts(), members.Commands(), cpuTime(), time.Now()
 	sleep(ctx, c.Window)
 	d := env.Requests.Counts().Sub(req0)
@@ -140,6 +142,7 @@ func steady(ctx context.Context, res *Result, env *Env, members *Members, c Conf
 	res.Commands = perMin(float64(cmds))
 	res.CPU = perMin(float64(cpu) / float64(time.Millisecond))
 	res.CPUCores = float64(cpu) / float64(wall)
+	res.Observe = Summarise(env.Observations.Take(), 0)
 }
 
 // harness is the benchmark's own access to the API server: not counted,
