@@ -74,7 +74,11 @@ func main() {
 		Faults: *faults, Spacing: *spacing, Wait: *wait, HealthyWait: *healthy, QPS: float32(*qps), Log: log}
 	fmt.Fprintf(os.Stderr, "mgors-scale: %s, N=%d: creating, waiting for Healthy, %s steady, %d faults of each kind\n", *row, *n, *window, min(*faults, *n))
 	res, err := scale.Run(ctx, cfg, c)
-	if err != nil && !errors.Is(err, context.Canceled) {
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "mgors-scale: interrupted; no result written")
+		os.Exit(1)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "mgors-scale:", err)
 		os.Exit(1)
 	}
