@@ -84,6 +84,29 @@ bench: build ## Benchmarks: event-log stores, replay, mongod-sim figures. Measur
 	$(GO) test -run '^$$' -bench . -benchmem ./actors/... ./mongo/...
 	$(MAKE) mongod-sim-bench
 
+# The scale benchmark (issue 13, docs/performance.md): a control plane without
+# kubelets (localkube --nodes 0) held for the whole run, N Mgors whose pods and
+# members test/scale simulates in process, each N run by the actors and by the
+# controller-runtime baseline (one process per row), then one table. The rows
+# run at 500 QPS: at the operator's own 50, 100 clusters never become Healthy
+# (docs/performance.md); SCALE_FLAGS= shows it.
+SCALE_N ?= 10 100
+SCALE_FLAGS ?= --qps 500 --healthy-wait 3m --wait 30s
+SCALE_DIR ?= /tmp/lk-bench
+SCALE_OUT ?= $(CURDIR)/.run/bench-scale
+.PHONY: bench-scale
+bench-scale: localkube-build ## The scale benchmark: SCALE_N ("10 100"), SCALE_FLAGS (mgors-scale's), report in SCALE_OUT. Measured, never asserted.
+	$(GO) build -o $(BIN)/ ./test/scale/cmd/mgors-scale
+	@mkdir -p $(SCALE_OUT); rm -f $(SCALE_OUT)/results.jsonl
+	$(LOCALKUBE_CMD) up --dir $(SCALE_DIR) --bin $(LOCALKUBE_BINS) --nodes 0 --kube-proxy=false
+	@status=0; for n in $(SCALE_N); do for row in mgors baseline; do \
+		$(BIN)/mgors-scale --kubeconfig $(SCALE_DIR)/kubeconfig --row $$row --n $$n $(SCALE_FLAGS) \
+			--out $(SCALE_OUT)/results.jsonl --log $(SCALE_OUT)/$$row-$$n.log || status=$$?; \
+	done; done; \
+	$(LOCALKUBE_CMD) down --dir $(SCALE_DIR) --purge || status=$$?; \
+	echo; echo "make bench-scale: $(SCALE_OUT)/results.jsonl (logs beside it)"; \
+	$(BIN)/mgors-scale --table $(SCALE_OUT)/results.jsonl; exit $$status
+
 deps: ## Machine packages the local cluster needs (root): nftables, iproute2, util-linux, npm.
 	@missing=""; for c in nft:nftables ip:iproute2 nsenter:util-linux npm:npm; do \
 		command -v $${c%%:*} >/dev/null || missing="$$missing $${c##*:}"; done; \

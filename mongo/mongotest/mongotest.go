@@ -179,6 +179,14 @@ func (r *ReplicaSet) Calls() []Call {
 	return slices.Clone(r.calls)
 }
 
+// ForgetCalls drops the calls recorded so far: a long run that never reads
+// them (the scale benchmark, test/scale) keeps its memory flat.
+func (r *ReplicaSet) ForgetCalls() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = nil
+}
+
 // ---- errors -----------------------------------------------------------------
 
 func serverErr(host string, code int32, name, format string, a ...any) error {

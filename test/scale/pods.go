@@ -1,0 +1,167 @@
+package scale
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/mgors/operator/kube"
+)
+
+// Kubelet stands in for the kubelets the control plane has none of: it
+// writes to the status of every member pod (the StatefulSet controller
+// creates them; nothing schedules them) what a kubelet would once mongod
+// runs, Running and Ready, or not Ready while the harness holds the member
+// down. It keeps no cache of the pods (its memory would be counted as the
+// operator's): a raw watch, re-listed when it ends.
+type Kubelet struct {
+	Client    kubernetes.Interface
+	Namespace string
+
+	mu   sync.Mutex
+	down map[string]bool // pod names held down
+	// Writes counts the status writes, for the report's sanity checks.
+	Writes atomic.Int64
+}
+
+// Run keeps the pods' status until ctx ends.
+func (k *Kubelet) Run(ctx context.Context) {
+	sel := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy}
+	for ctx.Err() == nil {
+		lctx, cancel := context.WithTimeout(ctx, time.Minute)
+		list, err := k.Client.CoreV1().Pods(k.Namespace).List(lctx, sel)
+		cancel()
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for i := range list.Items {
+			k.settle(ctx, &list.Items[i])
+		}
+		o := sel
+		o.ResourceVersion = list.ResourceVersion
+		w, err := k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, o)
+		if err != nil {
+			sleep(ctx, time.Second)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			if p, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
+				k.settle(ctx, p)
+			}
+		}
+		w.Stop()
+	}
+}
+
+// Down holds a pod down (not Ready) or lets it up again, and writes it now:
+// the write the reaction is measured from. It returns when the API server
+// answered.
+func (k *Kubelet) Down(ctx context.Context, pod string, down bool) error {
+	k.mu.Lock()
+	if k.down == nil {
+		k.down = map[string]bool{}
+	}
+	k.down[pod] = down
+	if !down {
+		delete(k.down, pod)
+	}
+	k.mu.Unlock()
+	p, err := k.get(ctx, pod)
+	if err != nil {
+		return err
+	}
+	return k.write(ctx, p, !down)
+}
+
+func (k *Kubelet) get(ctx context.Context, name string) (*corev1.Pod, error) {
+	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+	defer cancel()
+	return k.Client.CoreV1().Pods(k.Namespace).Get(cctx, name, metav1.GetOptions{})
+}
+
+// settle writes the status the pod should have when it has another.
+func (k *Kubelet) settle(ctx context.Context, p *corev1.Pod) {
+	if p.DeletionTimestamp != nil {
+		return
+	}
+	k.mu.Lock()
+	ready := !k.down[p.Name]
+	k.mu.Unlock()
+	if p.Status.Phase == corev1.PodRunning && podIsReady(p) == ready && p.Status.PodIP != "" {
+		return
+	}
+	_ = k.write(ctx, p, ready) // the next event of the pod, or the harness, retries
+}
+
+func podIsReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// write patches the status (a strategic merge: the scheduler's condition stays).
+func (k *Kubelet) write(ctx context.Context, p *corev1.Pod, ready bool) error {
+	now := metav1.Now()
+	cond := corev1.ConditionFalse
+	if ready {
+		cond = corev1.ConditionTrue
+	}
+	var containers []corev1.ContainerStatus
+	for _, c := range p.Spec.Containers {
+		containers = append(containers, corev1.ContainerStatus{Name: c.Name, Image: c.Image, Ready: ready, Started: &ready,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}})
+	}
+	ip := podIP(string(p.UID))
+	status := corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, PodIPs: []corev1.PodIP{{IP: ip}}, StartTime: &now,
+		Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: cond, LastTransitionTime: now},
+			{Type: corev1.ContainersReady, Status: cond, LastTransitionTime: now},
+		},
+		ContainerStatuses: containers}
+	if p.Status.StartTime != nil {
+		status.StartTime = p.Status.StartTime
+	}
+	b, err := json.Marshal(map[string]any{"status": status})
+	if err != nil {
+		return err
+	}
+	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
+	defer cancel()
+	_, err = k.Client.CoreV1().Pods(k.Namespace).Patch(cctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status")
+	if err == nil {
+		k.Writes.Add(1)
+	}
+	return err
+}
+
+// podIP is a stable address in 10.200.0.0/16 for a pod (nothing dials it:
+// the members are in process).
+func podIP(uid string) string {
+	h := uint32(2166136261)
+	for i := 0; i < len(uid); i++ {
+		h = (h ^ uint32(uid[i])) * 16777619
+	}
+	return fmt.Sprintf("10.200.%d.%d", h>>8&0xff, 1+h%254)
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

@@ -1,0 +1,40 @@
+package scale
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+func TestRequestsCountedByKind(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	var r Requests
+	c := &http.Client{Transport: r.Wrap(http.DefaultTransport)}
+	for _, q := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/namespaces/db/pods"},
+		{http.MethodGet, "/api/v1/namespaces/db/pods?watch=true"},
+		{http.MethodPatch, "/api/v1/namespaces/db/configmaps/mgors-events-x"},
+		{http.MethodPut, "/apis/mgors.io/v1alpha1/namespaces/db/mgorses/a/status"},
+		{http.MethodPost, "/api/v1/namespaces/db/events"},
+	} {
+		req, err := http.NewRequestWithContext(context.Background(), q.method, srv.URL+q.path, strings.NewReader(""))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	got := r.Counts()
+	if want := (Counts{Reads: 2, Writes: 2, Appends: 1}); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+	if d := got.Sub(Counts{Reads: 1}); d.Reads != 1 || d.Writes != 2 {
+		t.Errorf("Sub: %+v", d)
+	}
+}
