@@ -32,7 +32,10 @@ type Env struct {
 	Kube     kubernetes.Interface
 	Mgors    client.Interface
 	World    actors.World
-	Store    *Probe
+	// Informers are the shared informers the World reads and the mgors
+	// row's dispatcher starts (the baseline row starts them itself).
+	Informers *kube.Informers
+	Store     *Probe
 	Requests *Requests
 	// Observations are the rows' observation durations.
 	Observations *Observations
@@ -57,8 +60,10 @@ func NewEnv(ctx context.Context, base *rest.Config, qps float32, namespace strin
 		return nil, fmt.Errorf("mgors client: %w", err)
 	}
 	recorder, stopEvents := kube.NewEventBroadcaster(ctx, kc)
-	return &Env{Namespace: namespace, Config: cfg, Kube: kc, Mgors: mc, World: newWorld(kc, mc, recorder, members, log),
-		Store: &Probe{Store: eventlog.NewKube(kc)}, Requests: req, Observations: &Observations{}, Log: log, stopEvents: stopEvents}, nil
+	inf := kube.NewInformers(kc, mc, kube.InformerOptions{Namespace: namespace, ClusterScoped: true})
+	return &Env{Namespace: namespace, Config: cfg, Kube: kc, Mgors: mc, World: newWorld(inf, kc, mc, recorder, members, log),
+		Informers: inf, Store: &Probe{Store: eventlog.NewKube(kc)}, Requests: req, Observations: &Observations{}, Log: log,
+		stopEvents: stopEvents}, nil
 }
 
 // Close stops the Event broadcaster.
@@ -66,9 +71,11 @@ func (e *Env) Close() { e.stopEvents() }
 
 // newWorld is KubeWorld as cmd/mgors-operator wires it, its members dialled
 // in process.
-func newWorld(kc kubernetes.Interface, mc client.Interface, recorder *kube.Recorder, members *Members, log zerolog.Logger) *actors.KubeWorld {
+func newWorld(inf *kube.Informers, kc kubernetes.Interface, mc client.Interface, recorder *kube.Recorder, members *Members, log zerolog.Logger) *actors.KubeWorld {
+	status := kube.NewStatusWriter(mc)
+	status.Cache = inf
 	return &actors.KubeWorld{
-		Kube: kc, Applier: kube.NewApplier(kc), Status: kube.NewStatusWriter(mc), Recorder: recorder,
+		Cache: inf, Applier: kube.NewApplier(kc), Status: status, Recorder: recorder,
 		Mongo: mongo.Options{Log: log}, ClusterDomain: clusterDomain,
 		NewAdmin: func(mongo.Options) mongo.Admin { return members.Admin() },
 	}

@@ -80,6 +80,15 @@ func RunBaseline(ctx context.Context, env *Env) error {
 	if err != nil {
 		return fmt.Errorf("baseline controller: %w", err)
 	}
+	// The World reads the operator's shared informers (kube.Informers), as
+	// it does under the actors: start them beside controller-runtime's cache.
+	defer env.Informers.Shutdown()
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	env.Informers.Start(ctx)
+	if err := env.Informers.WaitForSync(ctx); err != nil {
+		return fmt.Errorf("baseline informers: %w", err)
+	}
 	return mgr.Start(ctx)
 }
 

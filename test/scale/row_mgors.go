@@ -19,7 +19,7 @@ import (
 func RunMgors(ctx context.Context, env *Env) error {
 	deps := &actors.Deps{
 		Store: env.Store, World: env.World, Log: env.Log, Writer: "bench-scale", ClusterDomain: clusterDomain,
-		Interval: 10 * time.Second, ObserveTimeout: 20 * time.Second, ActTimeout: 60 * time.Second, SnapshotEvery: 100,
+		Interval: time.Minute, ObserveTimeout: 20 * time.Second, ActTimeout: 60 * time.Second, SnapshotEvery: 100,
 		Metrics: env.Observations,
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -29,7 +29,7 @@ func RunMgors(ctx context.Context, env *Env) error {
 	if err != nil {
 		return err
 	}
-	d := &watch.Dispatcher{Mgors: env.Mgors, Kube: env.Kube, Namespace: env.Namespace, Log: env.Log,
+	d := &watch.Dispatcher{Informers: env.Informers, Namespace: env.Namespace, Log: env.Log,
 		Send: func(msg any) { system.Root.Send(mgr, msg) }}
 	err = d.Run(ctx, 2*time.Minute)
 	_ = system.Root.PoisonFuture(mgr).Wait()

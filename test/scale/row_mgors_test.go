@@ -65,7 +65,8 @@ func TestMgorsRowOnFakes(t *testing.T) {
 	recorder, stop := kube.NewEventBroadcaster(ctx, kc)
 	defer stop()
 	env := &Env{Namespace: "db", Kube: kc, Mgors: mc, Store: &Probe{Store: eventlog.NewMemory()}, Requests: &Requests{}, Observations: &Observations{}, Log: zerolog.Nop()}
-	env.World = newWorld(kc, mc, recorder, members, zerolog.Nop())
+	env.Informers = kube.NewInformers(kc, mc, kube.InformerOptions{Namespace: "db", ClusterScoped: true})
+	env.World = newWorld(env.Informers, kc, mc, recorder, members, zerolog.Nop())
 	var clusters []*v1alpha1.Mgors
 	for i := range 2 {
 		m := newMgors("db", i, 1)
