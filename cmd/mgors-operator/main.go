@@ -178,7 +178,6 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	serve(ctx, log, o.healthAddr, "/", health)
 
 	store, err := openStore(o, inCluster, kc)
 	if err != nil {
@@ -201,6 +200,9 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		SnapshotEvery: o.snapshotEvery, Metrics: met, Mailbox: met.mailboxStats,
 		AfterAppend: crashHook(log),
 	}
+	var current atomic.Pointer[running]
+	health.HandleFunc("/owned", ownedHandler(o.identity, &current, deps))
+	serve(ctx, log, o.healthAddr, "/", health)
 
 	owner := ""
 	if o.shards == "auto" {
@@ -228,7 +230,9 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		d := &watch.Dispatcher{Mgors: mc, Kube: kc, Namespace: o.namespace, Log: log, Owner: owner,
 			Send: func(msg any) { system.Root.Send(mgr, msg) }}
 		dispatcher.Store(d)
+		current.Store(&running{system: system, mgr: mgr})
 		err = d.Run(ctx, 2*time.Minute)
+		current.Store(nil)
 		// Graceful shutdown: stop the actors (they finish the step under way).
 		if werr := system.Root.PoisonFuture(mgr).Wait(); werr != nil {
 			log.Warn().Err(werr).Msg("stopping the actors")
