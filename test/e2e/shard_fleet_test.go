@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +37,21 @@ type shardReplica struct {
 	health  string // host:port of /owned
 	metrics string // host:port of /metrics
 	exited  chan struct{}
+	// stopped: SIGSTOPped, it runs nothing; the poll does not wait for its
+	// answer (which would stretch the 100 ms period).
+	stopped atomic.Bool
+}
+
+// pause and resume SIGSTOP and SIGCONT the process.
+func (r *shardReplica) pause() error {
+	r.stopped.Store(true)
+	return r.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+func (r *shardReplica) resume() error {
+	err := r.cmd.Process.Signal(syscall.SIGCONT)
+	r.stopped.Store(false)
+	return err
 }
 
 // fleet runs the replicas and polls, every 100 ms, what each one owns: the
@@ -217,6 +233,9 @@ func (f *fleet) poll(ctx context.Context) {
 		answers := make([]ownedAnswer, len(reps))
 		var wg sync.WaitGroup
 		for i, r := range reps {
+			if r.stopped.Load() {
+				continue
+			}
 			wg.Go(func() {
 				resp, err := hc.Get("http://" + r.health + "/owned")
 				if err != nil {
@@ -328,8 +347,8 @@ func (f *fleet) settled(n int, ids ...string) func() bool {
 				return false
 			}
 		}
-		for key, who := range owner {
-			if label[key] != who || !slices.Contains(ids, who) {
+		for key, l := range label {
+			if owner[key] != l || !slices.Contains(ids, l) {
 				return false
 			}
 		}

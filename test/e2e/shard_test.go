@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,10 +68,21 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	measure := func(stage string) {
 		owner, _ := f.snapshot()
 		c := count(owner)
-		for _, id := range []string{"op-0", "op-1", "op-2", "op-3"} {
+		ids := []string{"op-0", "op-1", "op-2"}
+		lines := make([]string, len(ids))
+		var wg sync.WaitGroup
+		for i, id := range ids {
 			if r := f.replica(id); r != nil {
-				heap, rss := f.memory(r)
-				report = append(report, fmt.Sprintf("%s: %s owns %d: heap in use %.1f MiB, RSS %.1f MiB", stage, id, c[id], heap, rss))
+				wg.Go(func() {
+					heap, rss := f.memory(r)
+					lines[i] = fmt.Sprintf("%s: %s owns %d: heap in use %.1f MiB, RSS %.1f MiB", stage, id, c[id], heap, rss)
+				})
+			}
+		}
+		wg.Wait()
+		for _, l := range lines {
+			if l != "" {
+				report = append(report, l)
 			}
 		}
 	}
@@ -142,7 +153,7 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	writer := f.writer(fr)
 	keys = ownedBy(owner, frozen)
 	pausedAt := time.Now()
-	if err := fr.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := fr.pause(); err != nil {
 		t.Fatal(err)
 	}
 	f.waitFor(frozen+"'s clusters to run elsewhere while it is stopped", shardLease+moveSlack+10*time.Second, func() bool {
@@ -156,7 +167,7 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	})
 	_, _, hi = spread(f.movedAfter(keys, pausedAt, frozen))
 	resumedAt := time.Now()
-	if err := fr.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+	if err := fr.resume(); err != nil {
 		t.Fatal(err)
 	}
 	select {
