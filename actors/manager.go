@@ -48,6 +48,8 @@ type manager struct {
 	// seen is the newest Mgors sent to each running actor, by namespace/name,
 	// for a respawn after a fence.
 	seen map[string]*v1alpha1.Mgors
+	// terms counts the actors spawned for each namespace/name (WriterTerms).
+	terms map[string]int
 }
 
 type unspawned struct {
@@ -82,7 +84,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}, seen: map[string]*v1alpha1.Mgors{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}, seen: map[string]*v1alpha1.Mgors{}, terms: map[string]int{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -186,7 +188,7 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 		ok = false
 	}
 	if !ok {
-		pid, err := ctx.SpawnNamed(NewClusterProps(m.deps, o), childName(o.Namespace, o.Name, string(o.UID)))
+		pid, err := ctx.SpawnNamed(NewClusterProps(m.writerTerm(key), o), childName(o.Namespace, o.Name, string(o.UID)))
 		if err != nil {
 			// A retry that finds the actor spawned (or the Mgors deleted) does nothing.
 			u := m.unspawned[key]
@@ -197,11 +199,25 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 			return
 		}
 		delete(m.unspawned, key)
+		m.terms[key]++
 		c = child{uid: string(o.UID), pid: pid}
 		m.children[key] = c
 	}
 	m.seen[key] = o
 	ctx.Send(c.pid, Update{Mgors: o})
+}
+
+// writerTerm is the Deps of a new actor for key: with WriterTerms, its own
+// writer name, Writer#n for the nth actor spawned for key here (counted when
+// the spawn succeeds). A supervisor's restart of the actor keeps its props,
+// so its name: it reloads the log and goes on as the same writer.
+func (m *manager) writerTerm(key string) *Deps {
+	if !m.deps.WriterTerms {
+		return m.deps
+	}
+	d := *m.deps
+	d.Writer = fmt.Sprintf("%s#%d", m.deps.Writer, m.terms[key]+1)
+	return &d
 }
 
 // drain stops the cluster's actor after its current step; Terminated then

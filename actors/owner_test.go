@@ -218,3 +218,39 @@ func TestDrainStopsTheActorThenReleases(t *testing.T) {
 	r.sys.Root.Send(r.mgr, ClusterChanged{Mgors: mgors()})
 	waitFor(t, "the actor to run again", func() bool { return r.clusters(t)["db/demo"] == "u-1" })
 }
+
+// TestEachSpawnIsAWriterOfItsOwn: sharded (WriterTerms), a Mgors that leaves
+// this Manager and comes back is run by a new writer, Writer#2, so in its log
+// the writers follow one another and the first does not return.
+func TestEachSpawnIsAWriterOfItsOwn(t *testing.T) {
+	store, world := eventlog.NewMemory(), newFakeWorld()
+	sys := actor.NewActorSystem()
+	deps := testDeps(store, world)
+	deps.WriterTerms = true
+	deps.SnapshotEvery = 0
+	mgr := sys.Root.Spawn(NewManagerProps(deps))
+	t.Cleanup(func() { _ = sys.Root.PoisonFuture(mgr).Wait() })
+	r := &fenceRig{store: store, world: world, sys: sys, mgr: mgr}
+	sys.Root.Send(mgr, ClusterChanged{Mgors: mgors()})
+	waitFor(t, "Healthy", func() bool { return world.phase("db/demo") == "Healthy" })
+	// Moved away and back at once: the first actor may still hold its name
+	// when the second is spawned (the spawn is retried, counted once).
+	sys.Root.Send(mgr, ClusterDeleted{Namespace: "db", Name: "demo", UID: "u-1"})
+	waitFor(t, "the actor to stop", func() bool { return len(r.clusters(t)) == 0 })
+	m := mgors()
+	m.Generation, m.Spec.Paused = 2, true        // something to write
+	sys.Root.Send(mgr, ClusterChanged{Mgors: m}) // and back
+	waitFor(t, "a record of the second spawn", func() bool {
+		recs := r.records(t)
+		return recs[len(recs)-1].Writer == deps.Writer+"#2"
+	})
+	var writers []string
+	for _, rec := range r.records(t) {
+		if len(writers) == 0 || writers[len(writers)-1] != rec.Writer {
+			writers = append(writers, rec.Writer)
+		}
+	}
+	if len(writers) != 2 || writers[0] != deps.Writer+"#1" {
+		t.Fatalf("writers in the log: %v, want %s#1 then %s#2", writers, deps.Writer, deps.Writer)
+	}
+}

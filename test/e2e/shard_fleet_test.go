@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -71,6 +72,7 @@ type fleet struct {
 	label   map[string]string // cluster → its labels at the last poll: owner, "+drain"
 	labels  map[string][]ownerAt
 	doubles []string
+	missed  int // answers of running replicas that came too late (1 s)
 	polls   int
 	polling time.Duration
 }
@@ -218,9 +220,15 @@ func tail(path string, n int) string {
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
 
-// poll records, every 100 ms until ctx ends, who owns each cluster and its labels.
+// poll asks every running replica's /owned every 100 ms (a round waits for
+// the slowest answer, so under load a round may take longer: the test
+// reports the rounds' mean period), and, in its own loop, lists the Mgors's
+// labels, until ctx ends.
 func (f *fleet) poll(ctx context.Context) {
-	hc := &http.Client{Timeout: 300 * time.Millisecond}
+	var labels sync.WaitGroup
+	labels.Go(func() { f.pollLabels(ctx) })
+	defer labels.Wait()
+	hc := &http.Client{Timeout: time.Second}
 	began := time.Now()
 	for ctx.Err() == nil {
 		start := time.Now()
@@ -231,26 +239,36 @@ func (f *fleet) poll(ctx context.Context) {
 		}
 		f.mu.Unlock()
 		answers := make([]ownedAnswer, len(reps))
+		failed := make([]bool, len(reps))
 		var wg sync.WaitGroup
 		for i, r := range reps {
 			if r.stopped.Load() {
-				continue
+				continue // SIGSTOPped: it runs nothing
 			}
 			wg.Go(func() {
 				resp, err := hc.Get("http://" + r.health + "/owned")
+				var ne net.Error
+				if errors.As(err, &ne) && ne.Timeout() {
+					failed[i] = true // running, but no answer in time
+				}
 				if err != nil {
-					return // stopped, paused or dead: it runs nothing
+					return // not listening: exited, or not yet started
 				}
 				defer func() { _ = resp.Body.Close() }()
-				if resp.StatusCode == http.StatusOK {
-					_ = json.NewDecoder(resp.Body).Decode(&answers[i])
+				// 503: no Manager runs there (starting or stopping): it owns nothing.
+				if resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&answers[i]) != nil {
+					failed[i] = true
 				}
 			})
 		}
 		wg.Wait()
 		seen := map[string]string{}
 		var doubles []string
+		missed := 0
 		for i, a := range answers {
+			if failed[i] {
+				missed++
+			}
 			if !a.MayWrite {
 				continue
 			}
@@ -261,11 +279,9 @@ func (f *fleet) poll(ctx context.Context) {
 				seen[key] = reps[i].id
 			}
 		}
-		lctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		list, err := f.mc.Mgorses(f.env.Namespace).List(lctx, metav1.ListOptions{})
-		cancel()
 		f.mu.Lock()
 		f.doubles = append(f.doubles, doubles...)
+		f.missed += missed
 		for key := range f.owner {
 			if _, ok := seen[key]; !ok {
 				seen[key] = ""
@@ -277,7 +293,25 @@ func (f *fleet) poll(ctx context.Context) {
 			}
 			f.owner[key] = who
 		}
+		f.polls++
+		f.polling = time.Since(began)
+		f.mu.Unlock()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Until(start.Add(100 * time.Millisecond))):
+		}
+	}
+}
+
+// pollLabels lists the Mgors every 100 ms and records their owner and drain labels.
+func (f *fleet) pollLabels(ctx context.Context) {
+	for ctx.Err() == nil {
+		start := time.Now()
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		list, err := f.mc.Mgorses(f.env.Namespace).List(lctx, metav1.ListOptions{})
+		cancel()
 		if err == nil {
+			f.mu.Lock()
 			for _, o := range list.Items {
 				key := o.Namespace + "/" + o.Name
 				l := o.Labels[shard.LabelOwner]
@@ -289,10 +323,8 @@ func (f *fleet) poll(ctx context.Context) {
 				}
 				f.label[key] = l
 			}
+			f.mu.Unlock()
 		}
-		f.polls++
-		f.polling = time.Since(began)
-		f.mu.Unlock()
 		select {
 		case <-ctx.Done():
 		case <-time.After(time.Until(start.Add(100 * time.Millisecond))):
@@ -453,4 +485,17 @@ func (f *fleet) memory(r *shardReplica) (heap, rss float64) {
 		return xs[len(xs)/2]
 	}
 	return med(heaps), med(rsss)
+}
+
+// movedFrom: every key is owned by a replica other than from.
+func (f *fleet) movedFrom(keys []string, from string) func() bool {
+	return func() bool {
+		owner, _ := f.snapshot()
+		for _, k := range keys {
+			if owner[k] == "" || owner[k] == from {
+				return false
+			}
+		}
+		return true
+	}
 }

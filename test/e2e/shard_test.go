@@ -23,25 +23,27 @@ import (
 // Lease lasts 15 s; the assigner passes every second.
 const (
 	shardLease = 15 * time.Second
-	// moveSlack bounds what a move takes beyond the Lease: up to one renewal
-	// period (2 s) between the last renewal and the death, the assigner's
-	// pass, the new owner's watch and its actor's spawn.
-	moveSlack = 6 * time.Second
+	// moveSlack bounds what a move takes beyond the Lease: the assigner's
+	// pass (one a second, a patch per Mgors), the new owner's watch and its
+	// actor's spawn. On an idle machine that is 1-3 s; 10 s leaves room for
+	// a loaded CI machine (on one with a load of 16 on 2 cores: up to 6.2 s).
+	moveSlack = 10 * time.Second
 	// shardClusters is how many 1-member clusters the replicas share.
 	shardClusters = 30
 )
 
 // Issue 16 on the real control plane: several operator replicas (host
-// processes, --shards=auto) share 30 one-member clusters (mongod-sim pods).
-// Scaled 1 → 2 → 3 by the drain handshake (the memory of each replica is
-// measured at each size); a replica SIGKILLed: its clusters move within its
-// Lease and a few seconds, and its restart takes a share again; a replica
-// SIGSTOPped past its Lease and continued: its clusters moved without it, it
-// writes nothing after the pause and exits; 3 → 4 → 3 (a clean stop moves
-// its clusters at once). Throughout, every 100 ms, no cluster is owned (its
-// actor running where the Lease allows writing, /owned) by two replicas;
-// at the end, in every event log the writers follow one another and none
-// returns, and every set was initiated once.
+// processes, --shards=auto, the default 15 s Leases) share 30 one-member
+// clusters (mongod-sim pods). Scaled 1 → 2 → 3 by the drain handshake (each
+// replica's memory measured at each size); 3 → 4 → 3 (the joiner's share
+// drained to it; its clean stop moves its clusters at once); a replica
+// SIGKILLed: its clusters move within its Lease and a few seconds, and its
+// restart takes a share again; a replica SIGSTOPped past its Lease and
+// continued: its clusters moved without it, it writes nothing after the
+// pause and exits. Throughout, every 100 ms, no cluster is owned (its actor
+// running where the Lease allows writing: /owned) by two replicas; at the
+// end, in every event log the writers (one per actor spawned, Writer#n)
+// follow one another and none returns, and every set was initiated once.
 func TestShardedOperatorReplicas(t *testing.T) {
 	env := harness.Cluster(t)
 	installCRD(t, env)
@@ -117,26 +119,43 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	t.Logf("3 replicas: settled after %s: %v", d.Round(100*time.Millisecond), count(owner))
 	measure("3 replicas")
 	all := []string{"op-0", "op-1", "op-2"}
+	for _, id := range all {
+		if c := count(owner)[id]; c < shardClusters/10 {
+			t.Errorf("not spread: %s owns %d of %d: %v", id, c, shardClusters, count(owner))
+		}
+	}
+
+	// 3 → 4 → 3: the joiner takes its share by the drain handshake; its
+	// clean stop (SIGTERM) releases its Lease and its clusters move at once.
+	before, _ := f.snapshot()
+	joinedAt := time.Now()
+	f.start("op-3")
+	d = f.waitFor("4 replicas sharing", 2*time.Minute, f.settled(shardClusters, append(all, "op-3")...))
+	after, _ := f.snapshot()
+	joined := ownedBy(after, "op-3")
+	t.Logf("3 → 4: settled after %s, %d clusters drained to op-3: %v", d.Round(100*time.Millisecond), len(joined), count(after))
+	f.checkDrained(before, after, joinedAt, "op-3")
+	leftAt := time.Now()
+	f.replica("op-3").stop()
+	f.drop("op-3")
+	d = f.waitFor("3 replicas sharing after op-3's clean stop", time.Minute, f.settled(shardClusters, all...))
+	_, _, hi := spread(f.movedAfter(joined, leftAt, "op-3"))
+	t.Logf("4 → 3: op-3's clusters moved in up to %s after its SIGTERM (settled after %s)", hi.Round(10*time.Millisecond), d.Round(100*time.Millisecond))
+	if hi >= shardLease {
+		t.Errorf("a clean stop moved its clusters in up to %s, no faster than its Lease expiring", hi)
+	}
 
 	// SIGKILL a replica (not the assigner: its death would also wait for
-	// the leader Lease, as long as its own).
+	// the leader Lease, as long as its own); restarted, it takes a share again.
+	owner, _ = f.snapshot()
 	victim := f.pick(all)
 	keys := ownedBy(owner, victim)
 	killedAt := time.Now()
 	_ = f.replica(victim).cmd.Process.Kill()
 	<-f.replica(victim).exited
 	f.drop(victim)
-	f.waitFor(victim+"'s clusters to run elsewhere", shardLease+moveSlack+10*time.Second, func() bool {
-		owner, _ := f.snapshot()
-		for _, k := range keys {
-			if owner[k] == "" || owner[k] == victim {
-				return false
-			}
-		}
-		return true
-	})
-	moves := f.movedAfter(keys, killedAt, victim)
-	lo, mid, hi := spread(moves)
+	f.waitFor(victim+"'s clusters to run elsewhere", shardLease+moveSlack+10*time.Second, f.movedFrom(keys, victim))
+	lo, mid, hi := spread(f.movedAfter(keys, killedAt, victim))
 	t.Logf("SIGKILL of %s (%d clusters): moved in %s min, %s median, %s max (Lease %s)", victim, len(keys),
 		lo.Round(10*time.Millisecond), mid.Round(10*time.Millisecond), hi.Round(10*time.Millisecond), shardLease)
 	if hi > shardLease+moveSlack {
@@ -146,7 +165,8 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	d = f.waitFor("the restarted "+victim+" to take a share again", 2*time.Minute, f.settled(shardClusters, all...))
 	t.Logf("restarted %s: settled after %s", victim, d.Round(100*time.Millisecond))
 
-	// SIGSTOP a replica past its Lease, then SIGCONT it.
+	// SIGSTOP a replica past its Lease, then SIGCONT it: its clusters moved
+	// without it; it writes nothing more and exits on its lost Lease.
 	owner, _ = f.snapshot()
 	frozen := f.pick(all)
 	fr := f.replica(frozen)
@@ -156,15 +176,7 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	if err := fr.pause(); err != nil {
 		t.Fatal(err)
 	}
-	f.waitFor(frozen+"'s clusters to run elsewhere while it is stopped", shardLease+moveSlack+10*time.Second, func() bool {
-		owner, _ := f.snapshot()
-		for _, k := range keys {
-			if owner[k] == "" || owner[k] == frozen {
-				return false
-			}
-		}
-		return true
-	})
+	f.waitFor(frozen+"'s clusters to run elsewhere while it is stopped", shardLease+moveSlack+10*time.Second, f.movedFrom(keys, frozen))
 	_, _, hi = spread(f.movedAfter(keys, pausedAt, frozen))
 	resumedAt := time.Now()
 	if err := fr.resume(); err != nil {
@@ -191,36 +203,15 @@ func TestShardedOperatorReplicas(t *testing.T) {
 	t.Logf("SIGSTOP of %s (%d clusters) for %s: moved in up to %s; continued, it exited %s later on its lost Lease; %d of its actors were fenced on a write",
 		frozen, len(keys), resumedAt.Sub(pausedAt).Round(100*time.Millisecond), hi.Round(10*time.Millisecond),
 		time.Since(resumedAt).Round(100*time.Millisecond), fenced)
-	f.start(frozen)
-	f.waitFor("the restarted "+frozen+" to take a share again", 2*time.Minute, f.settled(shardClusters, all...))
-
-	// 3 → 4 → 3.
-	before, _ := f.snapshot()
-	joinedAt := time.Now()
-	f.start("op-3")
-	d = f.waitFor("4 replicas sharing", 2*time.Minute, f.settled(shardClusters, append(all, "op-3")...))
-	after, _ := f.snapshot()
-	joined := ownedBy(after, "op-3")
-	t.Logf("3 → 4: settled after %s, %d clusters drained to op-3: %v", d.Round(100*time.Millisecond), len(joined), count(after))
-	f.checkDrained(before, after, joinedAt, "op-3")
-	leftAt := time.Now()
-	f.replica("op-3").stop()
-	f.drop("op-3")
-	d = f.waitFor("3 replicas sharing after op-3's clean stop", time.Minute, f.settled(shardClusters, all...))
-	_, _, hi = spread(f.movedAfter(joined, leftAt, "op-3"))
-	t.Logf("4 → 3: op-3's clusters moved in up to %s after its SIGTERM (settled after %s)", hi.Round(10*time.Millisecond), d.Round(100*time.Millisecond))
-	if hi >= shardLease {
-		t.Errorf("a clean stop moved its clusters in up to %s, no faster than its Lease expiring", hi)
-	}
 
 	// Throughout: never two owners; in the logs the writers follow one
 	// another and none returns; none written by the paused writer after
 	// the pause; every set initiated once.
 	f.mu.Lock()
-	doubles, polls, polling := f.doubles, f.polls, f.polling
+	doubles, polls, polling, missed := f.doubles, f.polls, f.polling, f.missed
 	f.mu.Unlock()
-	t.Logf("%d polls of every replica's /owned and the labels in %s (one every %s)", polls, polling.Round(time.Second),
-		(polling / time.Duration(max(polls, 1))).Round(time.Millisecond))
+	t.Logf("%d rounds of every running replica's /owned in %s (one every %s); %d answers later than 1 s", polls, polling.Round(time.Second),
+		(polling / time.Duration(max(polls, 1))).Round(time.Millisecond), missed)
 	for i, dbl := range doubles {
 		if i == 10 {
 			t.Errorf("... %d more", len(doubles)-10)
@@ -305,7 +296,7 @@ func (f *fleet) checkLogs(uids map[string]string, paused string, pausedAt time.T
 				}
 				writers = append(writers, r.Writer)
 			}
-			if r.Writer == paused && r.Time.After(pausedAt) {
+			if strings.HasPrefix(r.Writer, paused+"#") && r.Time.After(pausedAt) {
 				f.t.Errorf("%s: the paused %s wrote seq %d (%s) after its pause", key, paused, r.Seq, r.Type)
 			}
 		}
