@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -48,8 +49,6 @@ type manager struct {
 	// seen is the newest Mgors sent to each running actor, by namespace/name,
 	// for a respawn after a fence.
 	seen map[string]*v1alpha1.Mgors
-	// terms counts the actors spawned for each namespace/name (WriterTerms).
-	terms map[string]int
 }
 
 type unspawned struct {
@@ -84,7 +83,7 @@ type child struct {
 // actors with Supervision.
 func NewManagerProps(deps *Deps) *actor.Props {
 	return actor.PropsFromProducer(func() actor.Actor {
-		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}, seen: map[string]*v1alpha1.Mgors{}, terms: map[string]int{}}
+		return &manager{deps: deps, children: map[string]child{}, unspawned: map[string]unspawned{}, fenced: map[string]string{}, draining: map[string]string{}, seen: map[string]*v1alpha1.Mgors{}}
 	}, actor.WithSupervisor(NewSupervision(deps.Log, time.Second, 2*time.Minute)))
 }
 
@@ -188,7 +187,7 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 		ok = false
 	}
 	if !ok {
-		pid, err := ctx.SpawnNamed(NewClusterProps(m.writerTerm(key), o), childName(o.Namespace, o.Name, string(o.UID)))
+		pid, err := ctx.SpawnNamed(NewClusterProps(m.writerTerm(), o), childName(o.Namespace, o.Name, string(o.UID)))
 		if err != nil {
 			// A retry that finds the actor spawned (or the Mgors deleted) does nothing.
 			u := m.unspawned[key]
@@ -199,7 +198,6 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 			return
 		}
 		delete(m.unspawned, key)
-		m.terms[key]++
 		c = child{uid: string(o.UID), pid: pid}
 		m.children[key] = c
 	}
@@ -207,16 +205,20 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 	ctx.Send(c.pid, Update{Mgors: o})
 }
 
-// writerTerm is the Deps of a new actor for key: with WriterTerms, its own
-// writer name, Writer#n for the nth actor spawned for key here (counted when
-// the spawn succeeds). A supervisor's restart of the actor keeps its props,
-// so its name: it reloads the log and goes on as the same writer.
-func (m *manager) writerTerm(key string) *Deps {
+// spawned numbers the Cluster actors spawned in this process (WriterTerms);
+// a Manager restarted by its supervisor goes on counting, so no name returns.
+var spawned atomic.Int64
+
+// writerTerm is the Deps of a new actor: with WriterTerms, its own writer
+// name, Writer#n, n numbering the actors this process spawned. A
+// supervisor's restart of the actor keeps its props, so its name: it reloads
+// the log and goes on as the same writer.
+func (m *manager) writerTerm() *Deps {
 	if !m.deps.WriterTerms {
 		return m.deps
 	}
 	d := *m.deps
-	d.Writer = fmt.Sprintf("%s#%d", m.deps.Writer, m.terms[key]+1)
+	d.Writer = fmt.Sprintf("%s#%d", m.deps.Writer, spawned.Add(1))
 	return &d
 }
 

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -220,8 +221,8 @@ func TestDrainStopsTheActorThenReleases(t *testing.T) {
 }
 
 // TestEachSpawnIsAWriterOfItsOwn: sharded (WriterTerms), a Mgors that leaves
-// this Manager and comes back is run by a new writer, Writer#2, so in its log
-// the writers follow one another and the first does not return.
+// this Manager and comes back is run by a new writer, Writer#n with a new n,
+// so in its log the writers follow one another and the first does not return.
 func TestEachSpawnIsAWriterOfItsOwn(t *testing.T) {
 	store, world := eventlog.NewMemory(), newFakeWorld()
 	sys := actor.NewActorSystem()
@@ -233,16 +234,17 @@ func TestEachSpawnIsAWriterOfItsOwn(t *testing.T) {
 	r := &fenceRig{store: store, world: world, sys: sys, mgr: mgr}
 	sys.Root.Send(mgr, ClusterChanged{Mgors: mgors()})
 	waitFor(t, "Healthy", func() bool { return world.phase("db/demo") == "Healthy" })
+	first := r.records(t)[0].Writer
 	// Moved away and back at once: the first actor may still hold its name
-	// when the second is spawned (the spawn is retried, counted once).
+	// when the second is spawned (then the spawn is retried).
 	sys.Root.Send(mgr, ClusterDeleted{Namespace: "db", Name: "demo", UID: "u-1"})
 	waitFor(t, "the actor to stop", func() bool { return len(r.clusters(t)) == 0 })
 	m := mgors()
 	m.Generation, m.Spec.Paused = 2, true        // something to write
 	sys.Root.Send(mgr, ClusterChanged{Mgors: m}) // and back
-	waitFor(t, "a record of the second spawn", func() bool {
+	waitFor(t, "a record of the second actor", func() bool {
 		recs := r.records(t)
-		return recs[len(recs)-1].Writer == deps.Writer+"#2"
+		return recs[len(recs)-1].Writer != first
 	})
 	var writers []string
 	for _, rec := range r.records(t) {
@@ -250,7 +252,7 @@ func TestEachSpawnIsAWriterOfItsOwn(t *testing.T) {
 			writers = append(writers, rec.Writer)
 		}
 	}
-	if len(writers) != 2 || writers[0] != deps.Writer+"#1" {
-		t.Fatalf("writers in the log: %v, want %s#1 then %s#2", writers, deps.Writer, deps.Writer)
+	if len(writers) != 2 || !strings.HasPrefix(writers[0], deps.Writer+"#") || !strings.HasPrefix(writers[1], deps.Writer+"#") {
+		t.Fatalf("writers in the log: %v, want two, %s#<n> each", writers, deps.Writer)
 	}
 }

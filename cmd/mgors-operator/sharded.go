@@ -43,8 +43,8 @@ func runSharded(ctx context.Context, o options, kc kubernetes.Interface, mc clie
 		return err
 	}
 	// A restarted process writes under a new name, and so does each actor it
-	// spawns for a cluster (#n): in every event log the writers follow one
-	// another and none returns, also when a Mgors moves back to a replica.
+	// spawns (#n): in every event log the writers follow one another and
+	// none returns, also when a Mgors moves back to a replica.
 	deps.Writer = o.identity + "@" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	deps.WriterTerms = true
 	log.Info().Str("identity", o.identity).Str("writer", deps.Writer).Msg("sharded: this replica's Lease is held; running the Mgors labelled as its own")
