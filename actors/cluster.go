@@ -39,6 +39,11 @@ type Deps struct {
 	Log   zerolog.Logger
 	// Writer names this operator instance in the records it writes.
 	Writer string
+	// WriterTerms (sharded) makes each actor the Manager spawns a writer of
+	// its own, Writer#n, n numbering the actors spawned in this process: a
+	// Mgors that moves away and comes back is a new writer in its log, so a
+	// log's writers follow one another and none returns.
+	WriterTerms bool
 	// ClusterDomain is the cluster's DNS domain, for member host names.
 	ClusterDomain string
 	// Interval is the period of the observation timer.

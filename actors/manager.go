@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -186,7 +187,7 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 		ok = false
 	}
 	if !ok {
-		pid, err := ctx.SpawnNamed(NewClusterProps(m.deps, o), childName(o.Namespace, o.Name, string(o.UID)))
+		pid, err := ctx.SpawnNamed(NewClusterProps(m.writerTerm(), o), childName(o.Namespace, o.Name, string(o.UID)))
 		if err != nil {
 			// A retry that finds the actor spawned (or the Mgors deleted) does nothing.
 			u := m.unspawned[key]
@@ -202,6 +203,23 @@ func (m *manager) changed(ctx actor.Context, o *v1alpha1.Mgors) {
 	}
 	m.seen[key] = o
 	ctx.Send(c.pid, Update{Mgors: o})
+}
+
+// spawned numbers the Cluster actors spawned in this process (WriterTerms);
+// a Manager restarted by its supervisor goes on counting, so no name returns.
+var spawned atomic.Int64
+
+// writerTerm is the Deps of a new actor: with WriterTerms, its own writer
+// name, Writer#n, n numbering the actors this process spawned. A
+// supervisor's restart of the actor keeps its props, so its name: it reloads
+// the log and goes on as the same writer.
+func (m *manager) writerTerm() *Deps {
+	if !m.deps.WriterTerms {
+		return m.deps
+	}
+	d := *m.deps
+	d.Writer = fmt.Sprintf("%s#%d", m.deps.Writer, spawned.Add(1))
+	return &d
 }
 
 // drain stops the cluster's actor after its current step; Terminated then

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -217,4 +218,41 @@ func TestDrainStopsTheActorThenReleases(t *testing.T) {
 	r.sys.Root.Send(r.mgr, ClusterDeleted{Namespace: "db", Name: "demo", UID: "u-1"})
 	r.sys.Root.Send(r.mgr, ClusterChanged{Mgors: mgors()})
 	waitFor(t, "the actor to run again", func() bool { return r.clusters(t)["db/demo"] == "u-1" })
+}
+
+// TestEachSpawnIsAWriterOfItsOwn: sharded (WriterTerms), a Mgors that leaves
+// this Manager and comes back is run by a new writer, Writer#n with a new n,
+// so in its log the writers follow one another and the first does not return.
+func TestEachSpawnIsAWriterOfItsOwn(t *testing.T) {
+	store, world := eventlog.NewMemory(), newFakeWorld()
+	sys := actor.NewActorSystem()
+	deps := testDeps(store, world)
+	deps.WriterTerms = true
+	deps.SnapshotEvery = 0
+	mgr := sys.Root.Spawn(NewManagerProps(deps))
+	t.Cleanup(func() { _ = sys.Root.PoisonFuture(mgr).Wait() })
+	r := &fenceRig{store: store, world: world, sys: sys, mgr: mgr}
+	sys.Root.Send(mgr, ClusterChanged{Mgors: mgors()})
+	waitFor(t, "Healthy", func() bool { return world.phase("db/demo") == "Healthy" })
+	first := r.records(t)[0].Writer
+	// Moved away and back at once: the first actor may still hold its name
+	// when the second is spawned (then the spawn is retried).
+	sys.Root.Send(mgr, ClusterDeleted{Namespace: "db", Name: "demo", UID: "u-1"})
+	waitFor(t, "the actor to stop", func() bool { return len(r.clusters(t)) == 0 })
+	m := mgors()
+	m.Generation, m.Spec.Paused = 2, true        // something to write
+	sys.Root.Send(mgr, ClusterChanged{Mgors: m}) // and back
+	waitFor(t, "a record of the second actor", func() bool {
+		recs := r.records(t)
+		return recs[len(recs)-1].Writer != first
+	})
+	var writers []string
+	for _, rec := range r.records(t) {
+		if len(writers) == 0 || writers[len(writers)-1] != rec.Writer {
+			writers = append(writers, rec.Writer)
+		}
+	}
+	if len(writers) != 2 || !strings.HasPrefix(writers[0], deps.Writer+"#") || !strings.HasPrefix(writers[1], deps.Writer+"#") {
+		t.Fatalf("writers in the log: %v, want two, %s#<n> each", writers, deps.Writer)
+	}
 }

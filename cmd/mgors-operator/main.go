@@ -178,7 +178,6 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	serve(ctx, log, o.healthAddr, "/", health)
 
 	store, err := openStore(o, inCluster, kc)
 	if err != nil {
@@ -208,6 +207,9 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		SnapshotEvery: o.snapshotEvery, Metrics: met, Mailbox: met.mailboxStats,
 		AfterAppend: crashHook(log),
 	}
+	var current atomic.Pointer[running]
+	health.HandleFunc("/owned", ownedHandler(o.identity, &current, deps))
+	serve(ctx, log, o.healthAddr, "/", health)
 
 	lead := func(ctx context.Context) error {
 		// Only the leader installs the CRD: a standby (or a second operator
@@ -231,7 +233,9 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		d := &watch.Dispatcher{Informers: informers, Namespace: o.namespace, Log: log, Owner: owner,
 			Send: func(msg any) { system.Root.Send(mgr, msg) }}
 		dispatcher.Store(d)
+		current.Store(&running{system: system, mgr: mgr})
 		err = d.Run(ctx, 2*time.Minute)
+		current.Store(nil)
 		// Graceful shutdown: stop the actors (they finish the step under way).
 		if werr := system.Root.PoisonFuture(mgr).Wait(); werr != nil {
 			log.Warn().Err(werr).Msg("stopping the actors")

@@ -42,13 +42,15 @@ func runSharded(ctx context.Context, o options, kc kubernetes.Interface, mc clie
 	if err := keeper.Acquire(ctx); err != nil {
 		return err
 	}
-	log.Info().Str("identity", o.identity).Msg("sharded: this replica's Lease is held; running the Mgors labelled as its own")
+	// A restarted process writes under a new name, and so does each actor it
+	// spawns (#n): in every event log the writers follow one another and
+	// none returns, also when a Mgors moves back to a replica.
+	deps.Writer = o.identity + "@" + time.Now().UTC().Format("20060102T150405.000000000Z")
+	deps.WriterTerms = true
+	log.Info().Str("identity", o.identity).Str("writer", deps.Writer).Msg("sharded: this replica's Lease is held; running the Mgors labelled as its own")
 	sctx, stop := context.WithCancel(ctx)
 	defer stop()
 	release := releaser(sctx, mc, o.identity, log)
-	// A restarted process writes under a new name, so in every event log the
-	// writers follow one another and none returns.
-	deps.Writer = o.identity + "@" + time.Now().UTC().Format("20060102T150405.000000000Z")
 	deps.Lease = keeper.Check
 	deps.Released = release
 	deps.Fenced = func(f actors.Fenced) { release(f.Namespace, f.Name, f.UID) }
