@@ -162,6 +162,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 		return o, nil // read blind: Decide goes back to the keyfile
 	}
 	w.observeReplicaSet(ctx, admin, source, &o)
+	w.observeMongod(ctx, admin, m, &o)
 	w.observeUsers(ctx, admin, auth, users, &o)
 	return o, nil
 }
@@ -414,6 +415,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return admin.SetFeatureCompatibilityVersion(ctx, a.Host, mongo.Line(m.Spec.Version))
 	case ActCreateUser, ActCreateOperatorUser, ActUpdatePassword:
 		return w.actUsers(ctx, m, admin, a)
+	case ActApplyConfig:
+		return actApplyConfig(ctx, admin, a)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }
