@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
 )
 
 // A mongod configuration change (docs/design/mongod-config.md):
@@ -21,7 +22,9 @@ import (
 //  3. After the roll, each answering member whose runtime parameters or
 //     oplog size differ from the spec, as observed (getParameter, collStats
 //     of local.oplog.rs), gets them at run time, one member per action
-//     (ApplyConfig: setParameter, replSetResizeOplog). The decision reads the
+//     (ApplyConfig: setParameter, replSetResizeOplog). Authenticated as its
+//     own user, the operator first grants that user mongo.ConfigRole
+//     (GrantConfigRole, once: its built-in roles do not allow those two). The decision reads the
 //     running values, so it is the same after a crash: a member that already
 //     has them is left alone, one that restarted on an older command line
 //     gets them again.
@@ -178,6 +181,14 @@ func (d *decider) applyConfig() bool {
 		params, oplog, words := d.configDiff(dm.Host, dm.Arbiter)
 		if len(words) == 0 {
 			continue
+		}
+		if d.s.Auth == AuthOperator && !d.s.ConfigRole {
+			if d.in.Obs.Primary == "" {
+				return true // the grant is a write: wait for a primary
+			}
+			d.act(Action{Kind: ActGrantConfigRole, Host: d.in.Obs.Primary}, ActionStarted{Target: d.in.Obs.Primary,
+				Reason: "the operator's user needs setParameter and replSetResizeOplog (role " + mongo.ConfigRole + ") to apply spec.config"})
+			return true
 		}
 		d.act(Action{Kind: ActApplyConfig, Host: dm.Host, Parameters: params, OplogSizeMB: oplog},
 			ActionStarted{Target: dm.Host, Reason: "spec.config at run time, without a restart: " + strings.Join(words, ", ")})

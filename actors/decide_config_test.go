@@ -194,3 +194,33 @@ func TestApplyConfigSettledFromTheWorld(t *testing.T) {
 		t.Fatalf("acted on unreadable options: %+v", d.Action)
 	}
 }
+
+// Authenticated as its own user, the operator grants that user
+// mongo.ConfigRole on the primary once, before its first ApplyConfig.
+func TestConfigRoleGrantedBeforeTheFirstApply(t *testing.T) {
+	w, s := configWorld(t)
+	s.Auth = AuthOperator
+	respec(w, func(m *v1alpha1.Mgors) { m.Spec.Config.SetParameter["logLevel"] = "1" })
+	var kinds []ActionKind
+	for range 6 {
+		d := Decide(s, w.in())
+		s = run(s, d)
+		if d.Action == nil {
+			continue
+		}
+		kinds = append(kinds, d.Action.Kind)
+		if d.Action.Kind == ActGrantConfigRole && d.Action.Host != w.obs.Primary {
+			t.Fatalf("granted on %s, not the primary", d.Action.Host)
+		}
+		s = run(s, Decision{Events: Conclude(*d.Action, nil)})
+		if d.Action.Kind == ActApplyConfig {
+			v := w.obs.Mongod[d.Action.Host]
+			v.Parameters["logLevel"] = "1"
+			w.obs.Mongod[d.Action.Host] = v
+		}
+	}
+	want := []ActionKind{ActGrantConfigRole, ActApplyConfig, ActApplyConfig, ActApplyConfig}
+	if !slices.Equal(kinds, want) || !s.ConfigRole {
+		t.Fatalf("actions %v (role %v), want %v", kinds, s.ConfigRole, want)
+	}
+}

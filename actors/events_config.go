@@ -10,6 +10,11 @@ import "strings"
 // for spec.storage.oplogSizeMB.
 const ActApplyConfig ActionKind = "ApplyConfig"
 
+// ActGrantConfigRole creates mongo.ConfigRole (setParameter and
+// replSetResizeOplog on the cluster) and grants it to the operator's own
+// user, on the primary, before the first ApplyConfig made as that user.
+const ActGrantConfigRole ActionKind = "GrantConfigRole"
+
 // ConfigChanged records the mongod options the spec asks for (spec.config
 // and spec.storage.oplogSizeMB, flattened: wiredTigerCacheSizeGB, profile,
 // slowms, setParameter.<name>, oplogSizeMB), and for those that changed on
@@ -31,8 +36,17 @@ func init() { register(ConfigChanged{}) }
 
 // foldConfig folds the config event into the state (part of Evolve).
 func foldConfig(s State, e Event) State {
-	if e, ok := e.(ConfigChanged); ok {
+	switch e := e.(type) {
+	case ConfigChanged:
 		s.MongodOptions = e.Options
+	case ActionFinished:
+		if e.Action == ActGrantConfigRole && s.InFlight != nil && s.InFlight.Action == e.Action {
+			s.ConfigRole = true
+		}
+	case AuthSwitched:
+		if e.To == AuthOperator {
+			s.ConfigRole = false // perhaps a user re-created: grant again (it may be repeated)
+		}
 	}
 	return s
 }

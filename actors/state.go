@@ -123,6 +123,10 @@ type State struct {
 	// MongodOptions are the mongod options of the spec last recorded
 	// (ConfigChanged, decide_config.go).
 	MongodOptions map[string]string `json:"mongodOptions,omitempty"`
+	// ConfigRole is true once the operator's own user was granted
+	// mongo.ConfigRole (GrantConfigRole), until it authenticates as that
+	// user anew (AuthSwitched).
+	ConfigRole bool `json:"configRole,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and

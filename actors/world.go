@@ -417,6 +417,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return w.actUsers(ctx, m, admin, a)
 	case ActApplyConfig:
 		return actApplyConfig(ctx, admin, a)
+	case ActGrantConfigRole:
+		return admin.GrantConfigRole(ctx, a.Host, mongo.OperatorUser)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }

@@ -70,6 +70,9 @@ type Admin interface {
 	// (replSetResizeOplog, at least 990 MB).
 	OplogSizeMB(ctx context.Context, host string) (int64, error)
 	ResizeOplog(ctx context.Context, host string, sizeMB int64) error
+	// GrantConfigRole gives user (on the primary) the role those two need
+	// (ConfigRole).
+	GrantConfigRole(ctx context.Context, host, user string) error
 	// Close releases every connection.
 	Close(ctx context.Context) error
 }

@@ -88,3 +88,31 @@ func (c *Client) ResizeOplog(ctx context.Context, host string, sizeMB int64) err
 	cmd := bson.D{{Key: "replSetResizeOplog", Value: 1}, {Key: "size", Value: float64(sizeMB)}}
 	return c.run(ctx, host, "replSetResizeOplog", true, cmd, nil)
 }
+
+// ConfigRole is the role of the admin database the operator grants its
+// own user for spec.config: setParameter and replSetResizeOplog on the
+// cluster, nothing else (the built-in hostManager would add shutdown,
+// killop, fsync and more).
+const ConfigRole = "mgors-config"
+
+// codeDuplicateRole is createRole's answer for a role that exists.
+const codeDuplicateRole int32 = 51002
+
+// GrantConfigRole creates ConfigRole when it does not exist and grants it
+// to user, on the primary, each waiting for a majority within the call's
+// deadline. Both steps may be repeated.
+func (c *Client) GrantConfigRole(ctx context.Context, host, user string) error {
+	wc := bson.E{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: c.serverWait(ctx).Milliseconds()}}}
+	create := bson.D{{Key: "createRole", Value: ConfigRole},
+		{Key: "privileges", Value: bson.A{bson.D{
+			{Key: "resource", Value: bson.D{{Key: "cluster", Value: true}}},
+			{Key: "actions", Value: bson.A{"setParameter", "replSetResizeOplog"}},
+		}}},
+		{Key: "roles", Value: bson.A{}}, wc}
+	if err := c.run(ctx, host, "createRole", true, create, nil); err != nil && !IsCode(err, codeDuplicateRole) {
+		return err
+	}
+	grant := bson.D{{Key: "grantRolesToUser", Value: user},
+		{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: ConfigRole}, {Key: "db", Value: "admin"}}}}, wc}
+	return c.run(ctx, host, "grantRolesToUser", true, grant, nil)
+}

@@ -3,6 +3,8 @@ package mongo
 import (
 	"context"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // The spec.config calls against mongod-sim: getParameter as text,
@@ -46,5 +48,47 @@ func TestParameterCallsOnSim(t *testing.T) {
 	}
 	if err := c.ResizeOplog(ctx, h, 100); err == nil {
 		t.Error("an oplog of 100 MB was accepted")
+	}
+}
+
+// The operator's own user may not set parameters or resize the oplog with
+// its roles alone (13); once GrantConfigRole gave it ConfigRole (twice:
+// repeatable), it may, on a secondary too, and nothing else came with it
+// (shutdown stays refused).
+func TestConfigRoleOnSim(t *testing.T) {
+	c, hosts, primary := simPrimary(t)
+	ctx := context.Background()
+	if err := c.CreateUser(ctx, primary, OperatorUser, "operator-pw", OperatorRoles()); err != nil {
+		t.Fatal(err)
+	}
+	op := NewClient(Options{Timeout: c.opts.Timeout, Credentials: AdminUser(OperatorUser, "operator-pw"), Log: c.opts.Log})
+	t.Cleanup(func() { _ = op.Close(ctx) })
+	var secondary string
+	for _, h := range hosts {
+		if h != primary {
+			secondary = h
+		}
+	}
+	eventually(t, "the user on "+secondary, func() error { return op.Ping(ctx, secondary) })
+	if err := op.SetParameters(ctx, secondary, map[string]any{"logLevel": int64(1)}); !IsCode(err, CodeUnauthorized) {
+		t.Fatalf("setParameter without the role: %v, want Unauthorized", err)
+	}
+	for range 2 {
+		if err := op.GrantConfigRole(ctx, primary, OperatorUser); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, "setParameter on "+secondary, func() error {
+		return op.SetParameters(ctx, secondary, map[string]any{"logLevel": int64(1)})
+	})
+	size, err := op.OplogSizeMB(ctx, secondary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := op.ResizeOplog(ctx, secondary, size+10); err != nil {
+		t.Fatal(err)
+	}
+	if err := op.run(ctx, secondary, "shutdown", true, bson.D{{Key: "shutdown", Value: 1}}, nil); !IsCode(err, CodeUnauthorized) {
+		t.Fatalf("shutdown with the config role: %v, want Unauthorized", err)
 	}
 }

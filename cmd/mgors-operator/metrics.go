@@ -299,3 +299,8 @@ func (t timedAdmin) ResizeOplog(ctx context.Context, host string, sizeMB int64) 
 	start := time.Now()
 	return t.time("replSetResizeOplog", start, t.Admin.ResizeOplog(ctx, host, sizeMB))
 }
+
+func (t timedAdmin) GrantConfigRole(ctx context.Context, host, user string) error {
+	start := time.Now()
+	return t.time("grantRolesToUser:"+mongo.ConfigRole, start, t.Admin.GrantConfigRole(ctx, host, user))
+}

@@ -3,6 +3,7 @@ package mongotest
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/mgors/operator/mongo"
 )
@@ -97,5 +98,27 @@ func (r *ReplicaSet) ResizeOplog(ctx context.Context, host string, sizeMB int64)
 		r.oplogMB = map[string]int64{}
 	}
 	r.oplogMB[n.host] = sizeMB
+	return nil
+}
+
+// GrantConfigRole implements mongo.Admin: on the primary, to a user that
+// exists.
+func (r *ReplicaSet) GrantConfigRole(ctx context.Context, host, name string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n, err := r.userWrite(ctx, host, "grantRolesToUser")
+	if err != nil {
+		return err
+	}
+	u, ok := r.users[name]
+	if !ok {
+		return serverErr(n.host, mongo.CodeUserNotFound, "UserNotFound", "Could not find user \"%s\" for db \"admin\"", name)
+	}
+	role := mongo.Role{Role: mongo.ConfigRole, DB: "admin"}
+	if !slices.Contains(u.roles, role) {
+		u.roles = append(u.roles, role)
+	}
+	r.users[name] = u
+	r.wrote(n)
 	return nil
 }
