@@ -32,6 +32,7 @@ func TestConfigRuntimeAndRestart(t *testing.T) {
 		m.Spec.Config = &v1alpha1.MongodConfig{WiredTigerCacheSizeGB: "0.25",
 			SetParameter: map[string]v1alpha1.ParameterValue{"logLevel": "0"}}
 	})
+	created := time.Now()
 	if _, err := mc.Create(ctx, m, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -39,6 +40,7 @@ func TestConfigRuntimeAndRestart(t *testing.T) {
 	waitMgors(t, env, m.Name, "Healthy", 3*time.Minute, func(x *v1alpha1.Mgors) bool {
 		return x.Status.Phase == v1alpha1.PhaseHealthy && x.Status.Primary != ""
 	})
+	t.Logf("Healthy %s after the create", time.Since(created).Round(100*time.Millisecond))
 	before := podRuns(t, env, m.Name)
 
 	// Run time: logLevel 0 → 2 and a 1500 MB oplog.
