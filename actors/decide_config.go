@@ -134,10 +134,10 @@ func wantedParameter(name, value string) string {
 // configDiff is what host lacks of the spec's runtime options: the
 // parameters to set, the oplog size (0: none) and the changes in words.
 // A member not observed (not answering, or its options unreadable) lacks
-// nothing that can be known.
+// nothing that can be known; the arbiter is never asked (world_config.go).
 func (d *decider) configDiff(host string, arbiter bool) (map[string]string, int64, []string) {
 	mv, ok := d.in.Obs.Mongod[host]
-	if !ok || mv.Err != "" || !d.in.Obs.Members[host].Answers {
+	if arbiter || !ok || mv.Err != "" || !d.in.Obs.Members[host].Answers {
 		return nil, 0, nil
 	}
 	var params map[string]string
@@ -154,7 +154,7 @@ func (d *decider) configDiff(host string, arbiter bool) (map[string]string, int6
 	}
 	slices.Sort(words)
 	var oplog int64
-	if target := oplogTarget(d.in.Mgors); target > 0 && !arbiter && mv.OplogSizeMB > 0 && mv.OplogSizeMB != target {
+	if target := oplogTarget(d.in.Mgors); target > 0 && mv.OplogSizeMB > 0 && mv.OplogSizeMB != target {
 		oplog = target
 		words = append(words, fmt.Sprintf("oplog %d MB → %d MB", mv.OplogSizeMB, target))
 	}

@@ -10,17 +10,14 @@ import (
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
 
-// mongodShows makes every answering member report the runtime options.
+// mongodShows makes every answering data member report the runtime options.
 func (w *world) mongodShows(params map[string]string, oplogMB int64) *world {
 	w.obs.Mongod = map[string]MongodView{}
 	for host, mv := range w.obs.Members {
-		if mv.Answers {
-			v := MongodView{Parameters: map[string]string{}}
+		if mv.Answers && !mv.Arbiter {
+			v := MongodView{Parameters: map[string]string{}, OplogSizeMB: oplogMB}
 			for k, val := range params {
 				v.Parameters[k] = val
-			}
-			if !mv.Arbiter {
-				v.OplogSizeMB = oplogMB
 			}
 			w.obs.Mongod[host] = v
 		}

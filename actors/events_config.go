@@ -62,7 +62,7 @@ func configChangedMessage(e ConfigChanged) string {
 		parts = append(parts, strings.Join(e.Runtime, ", ")+": applied to the running members without a restart")
 	}
 	if len(e.Later) > 0 {
-		parts = append(parts, strings.Join(e.Later, ", ")+": below replSetResizeOplog's 990 MB, used only by members whose oplog is created from now on")
+		parts = append(parts, strings.Join(e.Later, ", ")+": reaches only members whose oplog is created from now on (replSetResizeOplog takes 990 MB or more)")
 	}
 	return strings.Join(parts, "; ")
 }

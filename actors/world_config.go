@@ -10,10 +10,13 @@ import (
 	"github.com/mgors/operator/mongo"
 )
 
-// observeMongod reads, from every member that answers, the runtime options
-// the spec sets: getParameter of its runtime parameters and, on data
-// members, the oplog's size (decide_config.go). All members at once, each
-// call bounded like every call; nothing is asked when the spec sets none.
+// observeMongod reads, from every data member that answers, the runtime
+// options the spec sets: getParameter of its runtime parameters and the
+// oplog's size (decide_config.go). All members at once, each call bounded
+// like every call; nothing is asked when the spec sets none. Not the
+// arbiter: it holds no users (the operator's own user cannot log in to
+// it) and no oplog; it takes the values at its next start, from its
+// command line.
 func (w *KubeWorld) observeMongod(ctx context.Context, admin mongo.Admin, m *v1alpha1.Mgors, o *Observation) {
 	var names []string
 	for name := range m.RuntimeParameters() {
@@ -30,20 +33,19 @@ func (w *KubeWorld) observeMongod(ctx context.Context, admin mongo.Admin, m *v1a
 	}
 	var hosts []string
 	for host, mv := range o.Members {
-		if mv.Answers {
+		if mv.Answers && !mv.Arbiter {
 			hosts = append(hosts, host)
 		}
 	}
 	answers := make(chan answer, len(hosts))
 	for _, host := range hosts {
-		arbiter := o.Members[host].Arbiter
 		go func() {
 			var v MongodView
 			var err error
 			if len(names) > 0 {
 				v.Parameters, err = admin.Parameters(ctx, host, names)
 			}
-			if err == nil && oplog && !arbiter {
+			if err == nil && oplog {
 				v.OplogSizeMB, err = admin.OplogSizeMB(ctx, host)
 			}
 			if err != nil {

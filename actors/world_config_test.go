@@ -10,9 +10,9 @@ import (
 	"github.com/mgors/operator/mongo/mongotest"
 )
 
-// The World reads the runtime options the spec sets from every member
-// that answers (not the oplog of the arbiter), and an ApplyConfig sets
-// typed parameters and resizes the oplog.
+// The World reads the runtime options the spec sets from every data member
+// that answers (not the arbiter), and an ApplyConfig sets typed parameters
+// and resizes the oplog.
 func TestWorldObservesAndAppliesRuntimeConfig(t *testing.T) {
 	ctx := context.Background()
 	m := demo(2)
@@ -22,7 +22,7 @@ func TestWorldObservesAndAppliesRuntimeConfig(t *testing.T) {
 	rs := mongotest.New("demo", w.desired[0].Host, w.desired[1].Host)
 	rs.SetParameter(w.desired[0].Host, "logLevel", "0")
 	mv := w.obs.Members[w.desired[1].Host]
-	mv.Arbiter = true // as if it were the arbiter: no oplog asked
+	mv.Arbiter = true // as if it were the arbiter: not asked
 	w.obs.Members[w.desired[1].Host] = mv
 
 	kw := &KubeWorld{}
@@ -34,8 +34,8 @@ func TestWorldObservesAndAppliesRuntimeConfig(t *testing.T) {
 	if _, asked := first.Parameters["ttlMonitorSleepSecs"]; asked {
 		t.Errorf("a startup-only parameter was read: %+v", first)
 	}
-	if arb := w.obs.Mongod[w.desired[1].Host]; arb.OplogSizeMB != 0 {
-		t.Errorf("the arbiter's oplog was read: %+v", arb)
+	if arb, asked := w.obs.Mongod[w.desired[1].Host]; asked {
+		t.Errorf("the arbiter was asked: %+v", arb)
 	}
 	a := Action{Kind: ActApplyConfig, Host: w.desired[0].Host, Parameters: map[string]string{"logLevel": "1", "notablescan": "true"}, OplogSizeMB: 2000}
 	if err := actApplyConfig(ctx, rs, a); err != nil {
