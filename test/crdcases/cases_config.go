@@ -21,6 +21,12 @@ var configCases = []Case{
 		Rule:  "numeric parameters take a whole number",
 	},
 	{
+		Name:  "a logLevel above 5",
+		Patch: `spec: {config: {setParameter: {logLevel: "9"}}}`,
+		Field: "spec.config",
+		Rule:  "spec.config.setParameter.logLevel must be 0 to 5",
+	},
+	{
 		Name:  "a cache below 0.25 GB",
 		Patch: `spec: {config: {wiredTigerCacheSizeGB: "0.1"}}`,
 		Field: "spec.config.wiredTigerCacheSizeGB",
