@@ -41,7 +41,15 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		c.deps.World.Event(c.mgors, e.To != AuthOperator, "AuthSwitched", fmt.Sprintf("authenticating as %s: %s", e.To, e.Reason))
 	case PasswordApplied:
 		c.deps.World.Event(c.mgors, false, "PasswordApplied", fmt.Sprintf("user %s has the password of Secret %s (resourceVersion %s)", e.User, e.Secret, e.SecretVersion))
+	case ConfigChanged:
+		if msg := configChangedMessage(e); msg != "" {
+			reason = msg
+			c.deps.World.Event(c.mgors, false, "ConfigChanged", msg)
+		}
 	case ActionFinished:
+		if e.Action == ActApplyConfig && before.InFlight != nil {
+			c.deps.World.Event(c.mgors, false, "ConfigApplied", fmt.Sprintf("%s: %s", e.Target, before.InFlight.Reason))
+		}
 		if e.Action == ActReconfig {
 			c.deps.World.Event(c.mgors, false, "Reconfigured", fmt.Sprintf("replica-set config version %d", c.state.View.ConfigVersion))
 		}

@@ -35,6 +35,11 @@ type Action struct {
 	// Size (decide_storage.go).
 	Ordinals []int32
 	Size     string
+	// Parameters and OplogSizeMB are what an ApplyConfig sets on Host
+	// (decide_config.go): runtime parameters by name, and the oplog's size
+	// (0: leave it).
+	Parameters  map[string]string
+	OplogSizeMB int64
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -118,7 +123,10 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     deletes a leftover arbiters' StatefulSet once the arbiter left the
 //     config (decide_arbiter.go). Before the phase's rule, a grown
 //     spec.storage.size expands the claims and replaces the StatefulSet
-//     (decide_storage.go).
+//     (decide_storage.go). After the rolling restart, the runtime options
+//     of spec.config are applied to members that lack them
+//     (decide_config.go); a change of the spec's mongod options is
+//     recorded with rule 4's version check.
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
@@ -132,6 +140,7 @@ func Decide(s State, in Inputs) Decision {
 		return d.out
 	}
 	d.versionChange()
+	d.configChange()
 	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
 		return d.out
 	}
@@ -199,6 +208,8 @@ func (d *decider) settleInFlight() {
 		done = d.fcvSettled()
 	case ActExpandVolumes, ActReplaceStatefulSet:
 		done = d.storageSettled(f)
+	case ActApplyConfig:
+		done = d.configSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -462,6 +473,9 @@ func (d *decider) unhealthy() string {
 	if pods := outdated(o); len(pods) > 0 {
 		return fmt.Sprintf("%d pod(s) run an older template: rolling restart (%s)", len(pods), strings.Join(pods, ", "))
 	}
+	if why := d.configUnapplied(); why != "" {
+		return why
+	}
 	return d.upgradeUnfinished()
 }
 
@@ -530,7 +544,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.removeArbiters() || d.roll() || d.finishUpgrade() {
+	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

@@ -79,6 +79,9 @@ type Observation struct {
 	ForceAnnotation string
 	// ReinitiateApproval is the value of ReinitiateAnnotation ("" when none).
 	ReinitiateApproval string
+	// Mongod is each answering member's runtime options that the spec sets,
+	// by host; nil when it sets none (decide_config.go).
+	Mongod map[string]MongodView
 }
 
 // StorageView is what a storage growth looks at: the member StatefulSet's

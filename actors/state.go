@@ -120,6 +120,13 @@ type State struct {
 	// Storage is a growth of spec.storage.size under way or refused
 	// (decide_storage.go).
 	Storage *StorageGrowth `json:"storage,omitempty"`
+	// MongodOptions are the mongod options of the spec last recorded
+	// (ConfigChanged, decide_config.go).
+	MongodOptions map[string]string `json:"mongodOptions,omitempty"`
+	// ConfigRole is true once the operator's own user was granted
+	// mongo.ConfigRole (GrantConfigRole), until it authenticates as that
+	// user anew (AuthSwitched).
+	ConfigRole bool `json:"configRole,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -139,6 +146,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldTrouble(s, at, e)
 	s = foldUpgrade(s, e)
 	s = foldStorage(s, e)
+	s = foldConfig(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

@@ -178,6 +178,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 		return o, nil // read blind: Decide goes back to the keyfile
 	}
 	w.observeReplicaSet(ctx, admin, source, &o)
+	w.observeMongod(ctx, admin, m, &o)
 	w.observeUsers(ctx, admin, auth, users, &o)
 	if r, ok := admin.(mongo.Retainer); ok && len(o.Members) > 0 {
 		r.Retain(slices.Collect(maps.Keys(o.Members))) // the members asked and those in the config
@@ -426,6 +427,10 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return admin.SetFeatureCompatibilityVersion(ctx, a.Host, mongo.Line(m.Spec.Version))
 	case ActCreateUser, ActCreateOperatorUser, ActUpdatePassword:
 		return w.actUsers(ctx, m, admin, a)
+	case ActApplyConfig:
+		return actApplyConfig(ctx, admin, a)
+	case ActGrantConfigRole:
+		return admin.GrantConfigRole(ctx, a.Host, mongo.OperatorUser)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }

@@ -216,7 +216,7 @@ func statefulSet(m *v1alpha1.Mgors, name, component string, replicas int32,
 	if annotations == nil {
 		annotations = map[string]string{}
 	}
-	annotations[TemplateHashAnnotation] = PodSpecHash(&pod)
+	annotations[TemplateHashAnnotation] = PodSpecHash(restartSpec(&pod)) // what needs a restart (config.go)
 	podLabels := maps.Clone(m.Spec.PodLabels)
 	if podLabels == nil {
 		podLabels = map[string]string{}
@@ -287,7 +287,7 @@ func MongodArgs(m *v1alpha1.Mgors) []string {
 		args = append(args, "--tlsMode", mode, "--tlsCertificateKeyFile", tlsPEM, "--tlsCAFile", tlsCA,
 			"--tlsAllowConnectionsWithoutCertificates")
 	}
-	return args
+	return append(args, configArgs(m)...) // spec.config (config.go)
 }
 
 // initScript copies the keyfile (and the TLS material) out of the Secret

@@ -62,6 +62,17 @@ type Admin interface {
 	FeatureCompatibilityVersion(ctx context.Context, host string) (FCV, error)
 	// SetFeatureCompatibilityVersion sets the FCV on the primary.
 	SetFeatureCompatibilityVersion(ctx context.Context, host, version string) error
+	// Parameters is getParameter of names on host, values as text
+	// (params.go); SetParameters sets each at run time.
+	Parameters(ctx context.Context, host string, names []string) (map[string]string, error)
+	SetParameters(ctx context.Context, host string, values map[string]any) error
+	// OplogSizeMB is host's oplog maximum size; ResizeOplog changes it
+	// (replSetResizeOplog, at least 990 MB).
+	OplogSizeMB(ctx context.Context, host string) (int64, error)
+	ResizeOplog(ctx context.Context, host string, sizeMB int64) error
+	// GrantConfigRole gives user (on the primary) the role those two need
+	// (ConfigRole).
+	GrantConfigRole(ctx context.Context, host, user string) error
 	// Close releases every connection.
 	Close(ctx context.Context) error
 }

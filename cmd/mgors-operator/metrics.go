@@ -284,3 +284,30 @@ func (t timedAdmin) SetFeatureCompatibilityVersion(ctx context.Context, host, ve
 	start := time.Now()
 	return t.time("setFeatureCompatibilityVersion", start, t.Admin.SetFeatureCompatibilityVersion(ctx, host, version))
 }
+
+func (t timedAdmin) Parameters(ctx context.Context, host string, names []string) (map[string]string, error) {
+	start := time.Now()
+	p, err := t.Admin.Parameters(ctx, host, names)
+	return p, t.time("getParameter", start, err)
+}
+
+func (t timedAdmin) SetParameters(ctx context.Context, host string, values map[string]any) error {
+	start := time.Now()
+	return t.time("setParameter", start, t.Admin.SetParameters(ctx, host, values))
+}
+
+func (t timedAdmin) OplogSizeMB(ctx context.Context, host string) (int64, error) {
+	start := time.Now()
+	mb, err := t.Admin.OplogSizeMB(ctx, host)
+	return mb, t.time("collStats:local.oplog.rs", start, err)
+}
+
+func (t timedAdmin) ResizeOplog(ctx context.Context, host string, sizeMB int64) error {
+	start := time.Now()
+	return t.time("replSetResizeOplog", start, t.Admin.ResizeOplog(ctx, host, sizeMB))
+}
+
+func (t timedAdmin) GrantConfigRole(ctx context.Context, host, user string) error {
+	start := time.Now()
+	return t.time("grantRolesToUser:"+mongo.ConfigRole, start, t.Admin.GrantConfigRole(ctx, host, user))
+}

@@ -43,6 +43,10 @@ type ReplicaSet struct {
 	// set), fcv the set's featureCompatibilityVersion (version.go).
 	versions map[string]string
 	fcv      string
+	// params and oplogMB are each member's server parameters and oplog
+	// size (params.go).
+	params  map[string]map[string]string
+	oplogMB map[string]int64
 }
 
 type node struct {

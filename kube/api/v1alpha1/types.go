@@ -28,6 +28,7 @@ import (
 // +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.spec.version`,priority=1,description="MongoDB version"
 // +kubebuilder:printcolumn:name="Running",type=string,JSONPath=`.status.version`,priority=1,description="The MongoDB versions the members run (buildInfo)"
 // +kubebuilder:printcolumn:name="FCV",type=string,JSONPath=`.status.featureCompatibilityVersion`,priority=1,description="The replica set's featureCompatibilityVersion"
+// +kubebuilder:printcolumn:name="Cache",type=string,JSONPath=`.spec.config.wiredTigerCacheSizeGB`,priority=1,description="WiredTiger cache size in GB (spec.config)"
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=1,description="Each member's volume size"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Mgors struct {
@@ -153,6 +154,14 @@ type MgorsSpec struct {
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
 
+	// Config is a validated subset of mongod's options: the WiredTiger cache
+	// size, the profiler and server parameters. Options mongod reads only at
+	// startup roll the members; runtime parameters are applied without a
+	// restart (docs/design/mongod-config.md). The oplog's size is
+	// spec.storage.oplogSizeMB.
+	// +optional
+	Config *MongodConfig `json:"config,omitempty"`
+
 	// Recovery is the policy for disasters MongoDB cannot heal by itself.
 	// +kubebuilder:default={}
 	// +optional
@@ -210,10 +219,12 @@ type StorageSpec struct {
 
 	// OplogSizeMB is the size of each member's oplog in megabytes, passed to
 	// mongod as --oplogSize. Unset means mongod's default (5% of the disk,
-	// 990 MB to 50 GB). mongod uses it only when it creates the oplog: a
-	// member that already has one keeps its size (resize with
-	// replSetResizeOplog, which refuses less than 990 MB). A small oplog
-	// makes a member that was away fall too stale to catch up sooner.
+	// 990 MB to 50 GB). mongod uses it only when it creates the oplog; a
+	// change of 990 MB or more resizes the running members' oplogs with
+	// replSetResizeOplog, without a restart (mongod refuses less than
+	// 990 MB at run time: a smaller size applies to new members only). A
+	// small oplog makes a member that was away fall too stale to catch up
+	// sooner.
 	// +kubebuilder:validation:Minimum=1
 	// +optional
 	OplogSizeMB *int32 `json:"oplogSizeMB,omitempty"`
