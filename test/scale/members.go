@@ -130,5 +130,21 @@ func (r router) SetFeatureCompatibilityVersion(ctx context.Context, host, versio
 	return r.s.of(host).SetFeatureCompatibilityVersion(ctx, host, version)
 }
 
+func (r router) Parameters(ctx context.Context, host string, names []string) (map[string]string, error) {
+	return r.s.of(host).Parameters(ctx, host, names)
+}
+func (r router) SetParameters(ctx context.Context, host string, values map[string]any) error {
+	return r.s.of(host).SetParameters(ctx, host, values)
+}
+func (r router) OplogSizeMB(ctx context.Context, host string) (int64, error) {
+	return r.s.of(host).OplogSizeMB(ctx, host)
+}
+func (r router) ResizeOplog(ctx context.Context, host string, sizeMB int64) error {
+	return r.s.of(host).ResizeOplog(ctx, host, sizeMB)
+}
+func (r router) GrantConfigRole(ctx context.Context, host, user string) error {
+	return r.s.of(host).GrantConfigRole(ctx, host, user)
+}
+
 // Close is a no-op: the sets outlive every client the World builds.
 func (r router) Close(context.Context) error { return nil }
