@@ -104,7 +104,8 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     contradicts the log the world wins, with an event saying so.
 //  4. Paused: nothing more; nor while an action is in flight or the last
 //     failure's back-off runs. A new spec.version is accepted or refused
-//     against the FCV (decide_upgrade.go).
+//     against the FCV (decide_upgrade.go); a new spec.tls mode starts its
+//     next step (decide_tls.go), ended in Recovering once the roll is over.
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
 //     force-deleted (decide_recovery.go); the operator's own user is created
@@ -132,6 +133,9 @@ func Decide(s State, in Inputs) Decision {
 		return d.out
 	}
 	d.versionChange()
+	if d.tlsChange() {
+		return d.out // the observation predates the step's objects
+	}
 	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
 		return d.out
 	}
@@ -462,6 +466,9 @@ func (d *decider) unhealthy() string {
 	if pods := outdated(o); len(pods) > 0 {
 		return fmt.Sprintf("%d pod(s) run an older template: rolling restart (%s)", len(pods), strings.Join(pods, ", "))
 	}
+	if why := d.tlsUnfinished(); why != "" {
+		return why
+	}
 	return d.upgradeUnfinished()
 }
 
@@ -530,7 +537,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.removeArbiters() || d.roll() || d.finishUpgrade() {
+	if d.removeArbiters() || d.roll() || d.finishUpgrade() || d.finishTLS() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

@@ -120,6 +120,8 @@ type State struct {
 	// Storage is a growth of spec.storage.size under way or refused
 	// (decide_storage.go).
 	Storage *StorageGrowth `json:"storage,omitempty"`
+	// TLS is the spec.tls the members run or step to (decide_tls.go).
+	TLS TLSRoll `json:"tls,omitzero"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -139,6 +141,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldTrouble(s, at, e)
 	s = foldUpgrade(s, e)
 	s = foldStorage(s, e)
+	s = foldTLS(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

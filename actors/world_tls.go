@@ -14,15 +14,16 @@ import (
 )
 
 // clientTLS is the TLS configuration of the operator's connections to m's
-// members: nil without spec.tls, else one that trusts the ca.crt of the
+// members: nil without spec.tls or while members still run without it
+// (PlainClientAnnotation), else one that trusts the ca.crt of the
 // cluster's CA Secret (kube.CASecretName) and checks each member's host
 // name (the driver sets it per host). The operator presents no certificate:
 // members allow connections without one and it logs in with SCRAM or the
 // keyfile. The second result identifies the CA Secret's version, so a
 // changed CA makes a new client.
 func (w *KubeWorld) clientTLS(ctx context.Context, m *v1alpha1.Mgors) (*tls.Config, string, error) {
-	if m.Spec.TLS == nil {
-		return nil, "", nil
+	if m.Spec.TLS == nil || m.Annotations[PlainClientAnnotation] != "" {
+		return nil, "", nil // no TLS, or members still without it (decide_tls.go)
 	}
 	name := kube.CASecretName(m)
 	sec, err := w.Applier.Secret(ctx, m.Namespace, name)

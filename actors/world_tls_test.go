@@ -136,3 +136,21 @@ func pemBody(p []byte) []byte {
 	}
 	return []byte(strings.Join(lines[1:len(lines)-1], "\n"))
 }
+
+// While members are built with TLS but some still run without it (a TLS
+// step from none to allowTLS), the operator connects plain: it neither
+// needs nor reads the CA.
+func TestClientTLSPlainWhileMembersLackIt(t *testing.T) {
+	m := mgors()
+	m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "allowTLS"}
+	kc := k8sfake.NewClientset()
+	w := &KubeWorld{Kube: kc, Applier: kube.NewApplier(kc)}
+	if _, _, err := w.clientTLS(context.Background(), m); err == nil {
+		t.Fatal("a TLS client without its CA Secret")
+	}
+	m.Annotations = map[string]string{PlainClientAnnotation: "true"}
+	conf, key, err := w.clientTLS(context.Background(), m)
+	if conf != nil || key != "" || err != nil {
+		t.Fatalf("want a plain client: %v %q %v", conf, key, err)
+	}
+}

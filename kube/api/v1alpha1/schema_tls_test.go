@@ -39,3 +39,30 @@ func TestSchemaTLSModeSteps(t *testing.T) {
 		}
 	}
 }
+
+// spec.tls may be added to a running replica set in any mode (the operator
+// steps the members through allowTLS and preferTLS itself), and removed only
+// from allowTLS, where members and clients still speak plain.
+func TestSchemaTLSAddedAndRemoved(t *testing.T) {
+	s := newAPIServer(t)
+	_, plain, err := crdcases.Case{}.Objects()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mode := range []string{"allowTLS", "preferTLS", "requireTLS"} {
+		_, withTLS, err := crdcases.Case{Patch: "spec: {tls: {mode: " + mode + "}}"}.Objects()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if errs := s.update(requestContext(), withTLS, plain); len(errs) > 0 {
+			t.Errorf("adding spec.tls at %s refused: %v", mode, errs.ToAggregate())
+		}
+		errs := s.update(requestContext(), plain, withTLS)
+		switch {
+		case mode == "allowTLS" && len(errs) > 0:
+			t.Errorf("removing spec.tls at allowTLS refused: %v", errs.ToAggregate())
+		case mode != "allowTLS" && (len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.tls can be removed only when spec.tls.mode is allowTLS")):
+			t.Errorf("removing spec.tls at %s: %v, want the allowTLS rule", mode, errs.ToAggregate())
+		}
+	}
+}
