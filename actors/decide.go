@@ -133,7 +133,7 @@ func Decide(s State, in Inputs) Decision {
 		return d.out
 	}
 	d.versionChange()
-	if d.tlsChange() {
+	if d.tlsChange() || d.certificate() {
 		return d.out // the observation predates the step's objects
 	}
 	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
@@ -203,6 +203,8 @@ func (d *decider) settleInFlight() {
 		done = d.fcvSettled()
 	case ActExpandVolumes, ActReplaceStatefulSet:
 		done = d.storageSettled(f)
+	case ActRenewCertificate:
+		done = o.Certificate != nil && o.Certificate.Version != f.SecretVersion
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})

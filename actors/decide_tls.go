@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
@@ -125,16 +126,23 @@ const PlainClientAnnotation = "mgors.io/operator-connects-plain"
 func runningTLS(m *v1alpha1.Mgors, s State) *v1alpha1.Mgors {
 	t := s.TLS
 	plain := t.Spec != nil && !t.ClientTLS()
-	if !t.Known || (reflect.DeepEqual(t.Spec, m.Spec.TLS) && !plain) {
+	pinned := t.Spec != nil && t.Renewed
+	if !t.Known || (reflect.DeepEqual(t.Spec, m.Spec.TLS) && !plain && !pinned) {
 		return m
 	}
 	out := m.DeepCopy()
 	out.Spec.TLS = t.Spec.DeepCopy()
-	if plain {
+	annotate := func(key, value string) {
 		if out.Annotations == nil {
 			out.Annotations = map[string]string{}
 		}
-		out.Annotations[PlainClientAnnotation] = "true"
+		out.Annotations[key] = value
+	}
+	if plain {
+		annotate(PlainClientAnnotation, "true")
+	}
+	if pinned {
+		annotate(kube.CertificateSerialAnnotation, t.Serial)
 	}
 	return out
 }

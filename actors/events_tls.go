@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
@@ -21,6 +22,13 @@ type TLSRoll struct {
 	// Previous is the mode the members ran before the step under way ("" for
 	// no TLS); equal to Spec's mode when no step is under way.
 	Previous string `json:"previous,omitempty"`
+	// Serial is the members' certificate as last recorded (hexadecimal
+	// serial number), "" before the first (decide_cert.go).
+	Serial string `json:"serial,omitempty"`
+	// Renewed is true once the certificate changed under running members:
+	// the objects then name Serial (kube.CertificateSerialAnnotation), so
+	// members restart onto each new one.
+	Renewed bool `json:"renewed,omitempty"`
 }
 
 // Mode is the mode the objects are built with, "" for no TLS.
@@ -70,25 +78,59 @@ type TLSStepFinished struct {
 	Mode string `json:"mode"`
 }
 
-func (TLSRecorded) Type() string     { return "TLSRecorded" }
-func (TLSStepStarted) Type() string  { return "TLSStepStarted" }
-func (TLSStepFinished) Type() string { return "TLSStepFinished" }
+// ActRenewCertificate replaces the member certificate the operator issued
+// with a new one from the same CA (kube.Applier.RenewCertificate), bound to
+// the certificate Secret's resourceVersion.
+const ActRenewCertificate ActionKind = "RenewCertificate"
+
+// CertificateObserved records the members' certificate the first time it
+// is seen (at creation, or when TLS is turned on): the members start with it.
+type CertificateObserved struct {
+	Secret   string    `json:"secret"`
+	Serial   string    `json:"serial"`
+	NotAfter time.Time `json:"notAfter"`
+}
+
+// CertificateRenewed records a new certificate in the certificate Secret
+// (renewed by the operator, by the user's issuer, or reissued): the
+// objects name its serial and the members restart onto it one at a time.
+type CertificateRenewed struct {
+	Secret   string    `json:"secret"`
+	From     string    `json:"from"`
+	Serial   string    `json:"serial"`
+	NotAfter time.Time `json:"notAfter"`
+}
+
+func (TLSRecorded) Type() string         { return "TLSRecorded" }
+func (TLSStepStarted) Type() string      { return "TLSStepStarted" }
+func (TLSStepFinished) Type() string     { return "TLSStepFinished" }
+func (CertificateObserved) Type() string { return "CertificateObserved" }
+func (CertificateRenewed) Type() string  { return "CertificateRenewed" }
 
 func init() {
 	register(TLSRecorded{})
 	register(TLSStepStarted{})
 	register(TLSStepFinished{})
+	register(CertificateObserved{})
+	register(CertificateRenewed{})
 }
 
 // foldTLS folds the TLS events into the state (part of Evolve).
 func foldTLS(s State, e Event) State {
 	switch e := e.(type) {
 	case TLSRecorded:
-		s.TLS = TLSRoll{Known: true, Spec: e.Spec.DeepCopy(), Previous: tlsMode(e.Spec)}
+		s.TLS.Known, s.TLS.Spec, s.TLS.Previous = true, e.Spec.DeepCopy(), tlsMode(e.Spec)
 	case TLSStepStarted:
-		s.TLS = TLSRoll{Known: true, Spec: e.Spec.DeepCopy(), Previous: e.From}
+		s.TLS.Known, s.TLS.Spec, s.TLS.Previous = true, e.Spec.DeepCopy(), e.From
 	case TLSStepFinished:
 		s.TLS.Previous = e.Mode
+	case CertificateObserved:
+		s.TLS.Serial = e.Serial
+	case CertificateRenewed:
+		s.TLS.Serial, s.TLS.Renewed = e.Serial, true
+	}
+	if s.TLS.Spec == nil {
+		s.TLS.Serial, s.TLS.Renewed = "", false // TLS off: a certificate met later is a first one
 	}
 	return s
 }
@@ -101,6 +143,9 @@ func tlsAnnouncement(e Event) (reason, message string, ok bool) {
 			modeName(e.From), modeName(e.To), modeName(e.Goal)), true
 	case TLSStepFinished:
 		return e.Type(), fmt.Sprintf("every member runs TLS mode %s", modeName(e.Mode)), true
+	case CertificateRenewed:
+		return e.Type(), fmt.Sprintf("Secret %s holds a new certificate (serial %s, valid until %s; was serial %s): members restart onto it one at a time",
+			e.Secret, e.Serial, e.NotAfter.UTC().Format(time.RFC3339), e.From), true
 	}
 	return "", "", false
 }

@@ -236,7 +236,7 @@ func (w *KubeWorld) observeObjects(ctx context.Context, m *v1alpha1.Mgors, o *Ob
 			o.Problems = append(o.Problems, problems...)
 			return err
 		}(),
-		w.observeTLSSecrets(m, get),
+		w.observeTLSSecrets(m, get, o),
 		func() error { // the budget is decided apart (decide_budget.go): only read here
 			cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
 			defer cancel()
@@ -392,6 +392,8 @@ func (w *KubeWorld) Act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
 	case ActExpandVolumes, ActReplaceStatefulSet:
 		return w.actStorage(ctx, m, a)
+	case ActRenewCertificate: // m is Running: the spec.tls the members run
+		return w.Applier.RenewCertificate(ctx, m, w.ClusterDomain, a.Credential.SecretVersion)
 	case ActWipeMember:
 		// The claim, then the pod: the StatefulSet recreates both, the member
 		// comes back empty and initial-syncs (kube.Applier.WipeMember).

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/kube"
@@ -46,9 +47,10 @@ func (e *caError) Error() string { return e.err.Error() }
 func (e *caError) Unwrap() error { return e.err }
 
 // observeTLSSecrets reads, through get (which counts a missing object), the
-// Secrets m's members need for TLS: the certificate, the CA when it is
-// another Secret, and the operator's issuing CA when it issues.
-func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, func(context.Context) error) error) error {
+// Secrets m's members need for TLS: the certificate (its serial and life go
+// into o.Certificate), the CA when it is another Secret, and the operator's
+// issuing CA when it issues.
+func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, func(context.Context) error) error, o *Observation) error {
 	if m.Spec.TLS == nil {
 		return nil
 	}
@@ -62,9 +64,25 @@ func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, func(c
 	var errs []error
 	for _, name := range names {
 		errs = append(errs, get("Secret "+name, func(c context.Context) error {
-			_, err := w.Kube.CoreV1().Secrets(m.Namespace).Get(c, name, metav1.GetOptions{})
+			sec, err := w.Kube.CoreV1().Secrets(m.Namespace).Get(c, name, metav1.GetOptions{})
+			if err == nil && name == kube.CertificateSecretName(m) {
+				o.Certificate = certificateView(m, sec)
+			}
 			return err
 		}))
 	}
 	return errors.Join(errs...)
+}
+
+// certificateView is what decisions need of the certificate Secret sec:
+// its version, the certificate's serial and life, whether the operator
+// issued it; nil when tls.crt cannot be read (EnsureObjects or the user's
+// Secret check says why).
+func certificateView(m *v1alpha1.Mgors, sec *corev1.Secret) *CertificateView {
+	c, err := kube.ParseCertificate(sec)
+	if err != nil {
+		return nil
+	}
+	return &CertificateView{Secret: sec.Name, Version: sec.ResourceVersion, Serial: c.Serial,
+		NotBefore: c.NotBefore, NotAfter: c.NotAfter, Issued: kube.IssuesCertificates(m)}
 }

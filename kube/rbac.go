@@ -38,7 +38,7 @@ var Permissions = []Permission{
 		Where: "watch (list, watch), Applier.EnsureStatefulSet and ScaleStatefulSet, DeleteStatefulSet (the arbiters')"},
 	{Resource: "services", Verbs: []string{"get", "create", "update"}, Where: "Applier.EnsureService"},
 	{Resource: "secrets", Verbs: []string{"get", "create", "patch"},
-		Where: "Applier.ensureSecret and Secret (get, create), ProtectSecret and ReleaseSecret (patch: the finalizer)"},
+		Where: "Applier.ensureSecret and Secret (get, create), ProtectSecret and ReleaseSecret (patch: the finalizer), RenewCertificate (patch: the certificate the operator issued)"},
 	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"get", "create", "update"},
 		Where: "Applier.EnsurePodDisruptionBudget"},
 	{Resource: "pods", Verbs: []string{"get", "list", "watch", "delete"},
