@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -152,5 +153,45 @@ func TestClientTLSPlainWhileMembersLackIt(t *testing.T) {
 	conf, key, err := w.clientTLS(context.Background(), m)
 	if conf != nil || key != "" || err != nil {
 		t.Fatalf("want a plain client: %v %q %v", conf, key, err)
+	}
+}
+
+// The World reads the members' certificate into the observation (serial
+// and life, never the key) and renews the one the operator issued through
+// the action (the fake API keeps no resourceVersion, so the patch's binding
+// to it is left to the API server and not tested here).
+func TestKubeWorldObservesAndRenewsTheCertificate(t *testing.T) {
+	ctx := context.Background()
+	m := mgors()
+	m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "requireTLS"}
+	kc := k8sfake.NewClientset()
+	a := kube.NewApplier(kc)
+	a.CertificateLifetime = time.Minute
+	w := &KubeWorld{Kube: kc, Applier: a, ClusterDomain: "cluster.local"}
+	if err := a.EnsureTLS(ctx, m, "cluster.local"); err != nil {
+		t.Fatal(err)
+	}
+	observe := func() *CertificateView {
+		t.Helper()
+		var o Observation
+		get := func(_ string, f func(context.Context) error) error { return f(ctx) }
+		if err := w.observeTLSSecrets(m, get, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Certificate == nil {
+			t.Fatal("no certificate observed")
+		}
+		return o.Certificate
+	}
+	first := observe()
+	if !first.Issued || first.Serial == "" || first.NotAfter.Sub(first.NotBefore) > 2*time.Minute {
+		t.Fatalf("%+v", first)
+	}
+	if err := w.Act(ctx, m, Action{Kind: ActRenewCertificate, Credential: Credential{Secret: first.Secret, SecretVersion: first.Version}}); err != nil {
+		t.Fatal(err)
+	}
+	second := observe()
+	if second.Serial == first.Serial {
+		t.Fatalf("not renewed: %+v", second)
 	}
 }
