@@ -66,3 +66,35 @@ func TestSchemaTLSAddedAndRemoved(t *testing.T) {
 		}
 	}
 }
+
+// spec.tls.caSecretRef is fixed while TLS is on: a new CA needs a rotation
+// (both CAs trusted during the roll), which is not built.
+func TestSchemaTLSCASecretRefFixed(t *testing.T) {
+	s := newAPIServer(t)
+	for _, tc := range []struct {
+		from, to string
+		ok       bool
+	}{
+		{"spec: {tls: {mode: requireTLS}}", "spec: {tls: {mode: requireTLS, caSecretRef: {name: ca2}}}", false},
+		{"spec: {tls: {mode: requireTLS, caSecretRef: {name: ca1}}}", "spec: {tls: {mode: requireTLS, caSecretRef: {name: ca2}}}", false},
+		{"spec: {tls: {mode: requireTLS, caSecretRef: {name: ca1}}}", "spec: {tls: {mode: requireTLS}}", false},
+		{"spec: {tls: {mode: requireTLS, caSecretRef: {name: ca1}}}", "spec: {tls: {mode: preferTLS, caSecretRef: {name: ca1}}}", true},
+		{"spec: {members: 3}", "spec: {tls: {mode: requireTLS, caSecretRef: {name: ca1}}}", true},
+	} {
+		_, old, err := crdcases.Case{Patch: tc.from}.Objects()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, obj, err := crdcases.Case{Patch: tc.to}.Objects()
+		if err != nil {
+			t.Fatal(err)
+		}
+		errs := s.update(requestContext(), obj, old)
+		if tc.ok && len(errs) > 0 {
+			t.Errorf("%s -> %s refused: %v", tc.from, tc.to, errs.ToAggregate())
+		}
+		if !tc.ok && (len(errs) == 0 || !strings.Contains(errs.ToAggregate().Error(), "spec.tls.caSecretRef cannot change while TLS is on")) {
+			t.Errorf("%s -> %s: %v, want the caSecretRef rule", tc.from, tc.to, errs.ToAggregate())
+		}
+	}
+}

@@ -360,6 +360,7 @@ type TLSMode string
 
 // TLSSpec turns on TLS for client and member traffic.
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || self.mode == 'preferTLS' || oldSelf.mode == 'preferTLS'",message="spec.tls.mode moves one step at a time: allowTLS, preferTLS, requireTLS (members are restarted one by one)"
+// +kubebuilder:validation:XValidation:rule="has(self.caSecretRef) == has(oldSelf.caSecretRef) && (!has(self.caSecretRef) || self.caSecretRef.name == oldSelf.caSecretRef.name)",message="spec.tls.caSecretRef cannot change while TLS is on: CA rotation is not built yet (members restarted one by one would not trust each other)"
 type TLSSpec struct {
 	// Mode is mongod's --tlsMode: requireTLS (the default), preferTLS or allowTLS.
 	// +kubebuilder:default=requireTLS
