@@ -89,6 +89,10 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		c.deps.World.Event(c.mgors, false, "FCVSet", fmt.Sprintf("featureCompatibilityVersion %s → %s", e.From, e.To))
 	case UpgradeFinished:
 		c.deps.World.Event(c.mgors, false, "UpgradeFinished", fmt.Sprintf("every member runs %s, featureCompatibilityVersion %s", e.Version, e.FCV))
+	case TLSStepStarted, TLSStepFinished, CertificateRenewed:
+		why, msg, _ := tlsAnnouncement(e)
+		reason = msg
+		c.deps.World.Event(c.mgors, false, why, msg)
 	case StorageGrowing, VolumesExpanded, StorageGrown, StorageGrowthRefused:
 		why, msg, warning, _ := Announcement(e)
 		reason = msg

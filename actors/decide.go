@@ -109,7 +109,8 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     contradicts the log the world wins, with an event saying so.
 //  4. Paused: nothing more; nor while an action is in flight or the last
 //     failure's back-off runs. A new spec.version is accepted or refused
-//     against the FCV (decide_upgrade.go).
+//     against the FCV (decide_upgrade.go); a new spec.tls mode starts its
+//     next step (decide_tls.go), ended in Recovering once the roll is over.
 //  5. A person's approval annotation is acted on or refused, recorded, then
 //     removed; member pods of a node NotReady past nodeLossGracePeriod are
 //     force-deleted (decide_recovery.go); the operator's own user is created
@@ -141,6 +142,9 @@ func Decide(s State, in Inputs) Decision {
 	}
 	d.versionChange()
 	d.configChange()
+	if d.tlsChange() || d.certificate() {
+		return d.out // the observation predates the step's objects
+	}
 	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
 		return d.out
 	}
@@ -210,6 +214,8 @@ func (d *decider) settleInFlight() {
 		done = d.storageSettled(f)
 	case ActApplyConfig:
 		done = d.configSettled(f)
+	case ActRenewCertificate:
+		done = o.Certificate != nil && o.Certificate.Version != f.SecretVersion
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -476,6 +482,9 @@ func (d *decider) unhealthy() string {
 	if why := d.configUnapplied(); why != "" {
 		return why
 	}
+	if why := d.tlsUnfinished(); why != "" {
+		return why
+	}
 	return d.upgradeUnfinished()
 }
 
@@ -544,7 +553,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() {
+	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() || d.finishTLS() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

@@ -153,8 +153,11 @@ func (d *decider) fcvSettled() bool {
 }
 
 // Running is m as the operator builds its objects: with the state's
-// Version, so a refused spec.version (or one not yet judged) rolls nothing.
+// Version, so a refused spec.version (or one not yet judged) rolls nothing,
+// and the state's spec.tls, so TLS changes one step at a time
+// (decide_tls.go).
 func Running(m *v1alpha1.Mgors, s State) *v1alpha1.Mgors {
+	m = runningTLS(m, s)
 	if s.Version == "" || s.Version == m.Spec.Version {
 		return m
 	}

@@ -19,6 +19,9 @@ type Observation struct {
 	ObjectsReady bool
 	// ObjectsMessage says what is missing or different when ObjectsReady is false.
 	ObjectsMessage string
+	// Certificate is the members' certificate as its Secret holds it (no
+	// key); nil without TLS or when the Secret is missing or unreadable.
+	Certificate *CertificateView
 	// Replicas is the data StatefulSet's spec.replicas, -1 when it does not exist.
 	Replicas int32
 	// ArbiterReplicas is the arbiters' StatefulSet's spec.replicas, -1 when

@@ -127,6 +127,8 @@ type State struct {
 	// mongo.ConfigRole (GrantConfigRole), until it authenticates as that
 	// user anew (AuthSwitched).
 	ConfigRole bool `json:"configRole,omitempty"`
+	// TLS is the spec.tls the members run or step to (decide_tls.go).
+	TLS TLSRoll `json:"tls,omitzero"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -147,6 +149,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldUpgrade(s, e)
 	s = foldStorage(s, e)
 	s = foldConfig(s, e)
+	s = foldTLS(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

@@ -29,7 +29,7 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 		EventLog:           v1alpha1.EventLogPosition{Sequence: s.Seq, Store: store},
 		Replicas:           max(o.Replicas, 0),
 		Selector:           "app.kubernetes.io/instance=" + m.Name + ",app.kubernetes.io/component=member",
-		ConnectionString:   kube.ConnectionString(m, clusterDomain),
+		ConnectionString:   kube.ConnectionString(connectable(m, s), clusterDomain),
 	}
 	st.Version, st.FeatureCompatibilityVersion = runningVersions(s.Versions), s.Versions.FCV
 	healthy := int32(0)

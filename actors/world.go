@@ -144,6 +144,9 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	if err := w.observeObjects(m, &o); err != nil {
 		return o, err
 	}
+	if err := w.observeCertificate(ctx, m, &o); err != nil {
+		return o, err
+	}
 	problems, err := w.Applier.Diagnose(ctx, w.Cache, m)
 	if err != nil {
 		return o, fmt.Errorf("diagnosing: %w", err)
@@ -405,6 +408,8 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
 	case ActExpandVolumes, ActReplaceStatefulSet:
 		return w.actStorage(ctx, m, a)
+	case ActRenewCertificate: // m is Running: the spec.tls the members run
+		return w.Applier.RenewCertificate(ctx, m, w.ClusterDomain, a.Credential.SecretVersion)
 	case ActWipeMember:
 		// The claim, then the pod: the StatefulSet recreates both, the member
 		// comes back empty and initial-syncs (kube.Applier.WipeMember).

@@ -7,20 +7,23 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
 
 // clientTLS is the TLS configuration of the operator's connections to m's
-// members: nil without spec.tls, else one that trusts the ca.crt of the
+// members: nil without spec.tls or while members still run without it
+// (PlainClientAnnotation), else one that trusts the ca.crt of the
 // cluster's CA Secret (kube.CASecretName) and checks each member's host
 // name (the driver sets it per host). The operator presents no certificate:
 // members allow connections without one and it logs in with SCRAM or the
 // keyfile. The second result identifies the CA Secret's version, so a
 // changed CA makes a new client.
 func (w *KubeWorld) clientTLS(ctx context.Context, m *v1alpha1.Mgors) (*tls.Config, string, error) {
-	if m.Spec.TLS == nil {
-		return nil, "", nil
+	if m.Spec.TLS == nil || m.Annotations[PlainClientAnnotation] != "" {
+		return nil, "", nil // no TLS, or members still without it (decide_tls.go)
 	}
 	name := kube.CASecretName(m)
 	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
@@ -63,4 +66,36 @@ func (w *KubeWorld) observeTLSSecrets(m *v1alpha1.Mgors, get func(string, error)
 		errs = append(errs, get("Secret "+name, err))
 	}
 	return errors.Join(errs...)
+}
+
+// observeCertificate reads the member certificate's serial and life into
+// o.Certificate (decide_tls.go renews it). Its data comes through
+// SecretData: one GET per resourceVersion, none while it stays the same.
+func (w *KubeWorld) observeCertificate(ctx context.Context, m *v1alpha1.Mgors, o *Observation) error {
+	if m.Spec.TLS == nil {
+		return nil
+	}
+	name := kube.CertificateSecretName(m)
+	if _, err := w.Cache.Secret(m.Namespace, name); err != nil {
+		return nil //nolint:nilerr // missing: observeTLSSecrets counted it, EnsureObjects makes it
+	}
+	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
+	if err != nil {
+		return fmt.Errorf("reading the certificate Secret %s: %w", name, err)
+	}
+	o.Certificate = certificateView(m, sec)
+	return nil
+}
+
+// certificateView is what decisions need of the certificate Secret sec:
+// its version, the certificate's serial and life, whether the operator
+// issued it; nil when tls.crt cannot be read (EnsureObjects or the user's
+// Secret check says why).
+func certificateView(m *v1alpha1.Mgors, sec *corev1.Secret) *CertificateView {
+	c, err := kube.ParseCertificate(sec)
+	if err != nil {
+		return nil
+	}
+	return &CertificateView{Secret: sec.Name, Version: sec.ResourceVersion, Serial: c.Serial,
+		NotBefore: c.NotBefore, NotAfter: c.NotAfter, Issued: kube.IssuesCertificates(m)}
 }

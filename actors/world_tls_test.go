@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
@@ -136,4 +137,61 @@ func pemBody(p []byte) []byte {
 		return p
 	}
 	return []byte(strings.Join(lines[1:len(lines)-1], "\n"))
+}
+
+// While members are built with TLS but some still run without it (a TLS
+// step from none to allowTLS), the operator connects plain: it neither
+// needs nor reads the CA.
+func TestClientTLSPlainWhileMembersLackIt(t *testing.T) {
+	m := mgors()
+	m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "allowTLS"}
+	kc := k8sfake.NewClientset()
+	w := &KubeWorld{Cache: kubefake.NewReader(kc, nil), Applier: kube.NewApplier(kc)}
+	if _, _, err := w.clientTLS(context.Background(), m); err == nil {
+		t.Fatal("a TLS client without its CA Secret")
+	}
+	m.Annotations = map[string]string{PlainClientAnnotation: "true"}
+	conf, key, err := w.clientTLS(context.Background(), m)
+	if conf != nil || key != "" || err != nil {
+		t.Fatalf("want a plain client: %v %q %v", conf, key, err)
+	}
+}
+
+// The World reads the members' certificate into the observation (serial
+// and life, never the key) and renews the one the operator issued through
+// the action (the fake API keeps no resourceVersion, so the patch's binding
+// to it is left to the API server and not tested here).
+func TestKubeWorldObservesAndRenewsTheCertificate(t *testing.T) {
+	ctx := context.Background()
+	m := mgors()
+	m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "requireTLS"}
+	kc := k8sfake.NewClientset()
+	a := kube.NewApplier(kc)
+	a.CertificateLifetime = time.Minute
+	w := &KubeWorld{Cache: kubefake.NewReader(kc, nil), Applier: a, ClusterDomain: "cluster.local"}
+	if err := a.EnsureTLS(ctx, m, "cluster.local"); err != nil {
+		t.Fatal(err)
+	}
+	observe := func() *CertificateView {
+		t.Helper()
+		var o Observation
+		if err := w.observeCertificate(ctx, m, &o); err != nil {
+			t.Fatal(err)
+		}
+		if o.Certificate == nil {
+			t.Fatal("no certificate observed")
+		}
+		return o.Certificate
+	}
+	first := observe()
+	if !first.Issued || first.Serial == "" || first.NotAfter.Sub(first.NotBefore) > 2*time.Minute {
+		t.Fatalf("%+v", first)
+	}
+	if err := w.Act(ctx, m, Action{Kind: ActRenewCertificate, Credential: Credential{Secret: first.Secret, SecretVersion: first.Version}}); err != nil {
+		t.Fatal(err)
+	}
+	second := observe()
+	if second.Serial == first.Serial {
+		t.Fatalf("not renewed: %+v", second)
+	}
 }

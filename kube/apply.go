@@ -34,6 +34,9 @@ type Applier struct {
 	Client kubernetes.Interface
 	// Timeout bounds each API call; zero means DefaultCallTimeout.
 	Timeout time.Duration
+	// CertificateLifetime is the life of the member certificates the
+	// operator issues; zero means a year (short in tests of renewal).
+	CertificateLifetime time.Duration
 }
 
 // NewApplier returns an Applier with the default call timeout.

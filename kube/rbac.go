@@ -40,7 +40,8 @@ var Permissions = []Permission{
 		Where: "Informers (list, watch), Applier.EnsureService"},
 	{Resource: "secrets", Verbs: []string{"get", "list", "watch", "create", "patch"},
 		Where: "Informers (list, watch: without data), Informers.SecretData (get, once per resourceVersion), " +
-			"Applier.ensureSecret and Secret (get, create), ProtectSecret and ReleaseSecret (patch: the finalizer)"},
+			"Applier.ensureSecret and Secret (get, create), ProtectSecret and ReleaseSecret (patch: the finalizer), " +
+			"RenewCertificate (patch: the certificate the operator issued)"},
 	{Group: "policy", Resource: "poddisruptionbudgets", Verbs: []string{"get", "list", "watch", "create", "update"},
 		Where: "Informers (list, watch), Applier.EnsurePodDisruptionBudget"},
 	{Resource: "pods", Verbs: []string{"get", "list", "watch", "delete"},

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
@@ -28,8 +31,9 @@ const (
 	caKeyKey   = "ca.key"
 )
 
-// Lifetimes of what the operator issues. Renewal is not done yet
-// (docs/design/security.md): a year is the member certificate's life.
+// Lifetimes of what the operator issues: the member certificate lives a
+// year unless Applier.CertificateLifetime says otherwise, and is renewed a
+// third of its life before it expires (RenewalDue).
 const (
 	caValidity   = 10 * 365 * 24 * time.Hour
 	certValidity = 365 * 24 * time.Hour
@@ -139,7 +143,11 @@ func NewIssuerSecret(m *v1alpha1.Mgors, now time.Time) (*corev1.Secret, error) {
 // issuer (a Secret of NewIssuerSecret): a kubernetes.io/tls Secret with
 // tls.crt, tls.key and ca.crt, valid for MemberDNSNames, for server and
 // client authentication (members present it to each other).
-func NewCertificateSecret(m *v1alpha1.Mgors, issuer *corev1.Secret, clusterDomain string, now time.Time) (*corev1.Secret, error) {
+// lifetime 0 is a year.
+func NewCertificateSecret(m *v1alpha1.Mgors, issuer *corev1.Secret, clusterDomain string, now time.Time, lifetime time.Duration) (*corev1.Secret, error) {
+	if lifetime <= 0 {
+		lifetime = certValidity
+	}
 	ca, caKey, err := parseIssuer(issuer)
 	if err != nil {
 		return nil, err
@@ -154,7 +162,7 @@ func NewCertificateSecret(m *v1alpha1.Mgors, issuer *corev1.Secret, clusterDomai
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber: serial, Subject: pkix.Name{CommonName: m.ServiceName() + "." + m.Namespace, Organization: []string{"mgors"}},
-		NotBefore: now.Add(-clockSkew), NotAfter: now.Add(certValidity),
+		NotBefore: now.Add(-min(clockSkew, lifetime/10)), NotAfter: now.Add(lifetime),
 		DNSNames:    MemberDNSNames(m, clusterDomain),
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -235,7 +243,7 @@ func (a *Applier) EnsureTLS(ctx context.Context, m *v1alpha1.Mgors, clusterDomai
 		if err != nil {
 			return nil, fmt.Errorf("reading the CA Secret %s: %w", IssuerSecretName(m), err)
 		}
-		return NewCertificateSecret(m, issuer, clusterDomain, now)
+		return NewCertificateSecret(m, issuer, clusterDomain, now, a.CertificateLifetime)
 	}, []string{TLSCertKey, TLSKeyKey, TLSCAKey})
 	return err
 }
@@ -246,4 +254,78 @@ func userSecret(name string) func() (*corev1.Secret, error) {
 	return func() (*corev1.Secret, error) {
 		return nil, fmt.Errorf("secret %s named in spec.tls does not exist", name)
 	}
+}
+
+// Certificate is what the operator knows of a member certificate: no key.
+type Certificate struct {
+	Serial              string
+	NotBefore, NotAfter time.Time
+}
+
+// ParseCertificate reads the leaf certificate of a certificate Secret's
+// tls.crt.
+func ParseCertificate(sec *corev1.Secret) (Certificate, error) {
+	b, _ := pem.Decode(sec.Data[TLSCertKey])
+	if b == nil {
+		return Certificate{}, fmt.Errorf("the Secret %s has no PEM certificate under %q", sec.Name, TLSCertKey)
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return Certificate{}, fmt.Errorf("the Secret %s: %w", sec.Name, err)
+	}
+	return Certificate{Serial: c.SerialNumber.Text(16), NotBefore: c.NotBefore, NotAfter: c.NotAfter}, nil
+}
+
+// RenewalDue says whether a certificate is within a third of its lifetime
+// of expiry at now: renewed early enough that a renewal failing for a while,
+// or a rolling restart, never lets members run an expired one.
+func RenewalDue(c Certificate, now time.Time) bool {
+	life := c.NotAfter.Sub(c.NotBefore)
+	return !now.Before(c.NotAfter.Add(-life / 3))
+}
+
+// RenewCertificate replaces the member certificate the operator issued for
+// m with a new one from the same CA (a new key, the names of today's spec):
+// a merge patch of the certificate Secret's data bound to resourceVersion,
+// so it fails on a concurrent change instead of renewing twice. Members
+// trust the same CA, so old and new certificates work together while they
+// restart.
+func (a *Applier) RenewCertificate(ctx context.Context, m *v1alpha1.Mgors, clusterDomain, resourceVersion string) error {
+	if !IssuesCertificates(m) {
+		return fmt.Errorf("the certificate Secret %s is the user's: its issuer renews it", CertificateSecretName(m))
+	}
+	issuer, err := a.Secret(ctx, m.Namespace, IssuerSecretName(m))
+	if err != nil {
+		return fmt.Errorf("reading the CA Secret %s: %w", IssuerSecretName(m), err)
+	}
+	fresh, err := NewCertificateSecret(m, issuer, clusterDomain, time.Now(), a.CertificateLifetime)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion},
+		"data": fresh.Data})
+	if err != nil {
+		return err
+	}
+	name := CertificateSecretName(m)
+	_, err = bounded(ctx, a, func(ctx context.Context) (*corev1.Secret, error) {
+		return a.Client.CoreV1().Secrets(m.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
+	})
+	return err
+}
+
+// CertificateSerialAnnotation, on the copy of a Mgors the operator builds
+// objects from (never on the object in the API), names the serial of the
+// member certificate the members must run once it was renewed or reissued:
+// the init container's environment holds it, so the pod template changes
+// and a rolling restart takes the members onto the new certificate (the
+// init container copies it at start; mongod reads it then).
+const CertificateSerialAnnotation = "mgors.io/certificate-serial"
+
+func certificateEnv(m *v1alpha1.Mgors) []corev1.EnvVar {
+	serial := m.Annotations[CertificateSerialAnnotation]
+	if m.Spec.TLS == nil || serial == "" {
+		return nil
+	}
+	return []corev1.EnvVar{{Name: "MGORS_CERTIFICATE_SERIAL", Value: serial}}
 }

@@ -29,7 +29,7 @@ func TestIssuedCertificateNamesEveryMember(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sec, err := NewCertificateSecret(m, issuer, "example.org", now)
+	sec, err := NewCertificateSecret(m, issuer, "example.org", now, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

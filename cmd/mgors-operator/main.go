@@ -60,6 +60,7 @@ type options struct {
 	identity       string
 	shards         string
 	installCRD     bool
+	certLifetime   time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -85,6 +86,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
 	fs.StringVar(&o.shards, "shards", "", `"auto" spreads the Mgors over every live replica, each with a Lease of its own (docs/design/sharding.md); empty: one replica acts (with --leader-elect, the others stand by)`)
 	fs.BoolVar(&o.installCRD, "install-crd", true, "install or upgrade the Mgors CRD when leading; false when a person installs it (the namespaced install has no right to)")
+	fs.DurationVar(&o.certLifetime, "certificate-lifetime", 365*24*time.Hour, "life of the member certificates the operator issues; renewed in the last third (short only in tests)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -196,8 +198,10 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 	informers := newInformers(ctx, o, kc, mc, owner, reg, log)
 	status := kube.NewStatusWriter(mc)
 	status.Cache = informers
+	applier := kube.NewApplier(kc)
+	applier.CertificateLifetime = o.certLifetime
 	world := &actors.KubeWorld{
-		Cache: informers, Applier: kube.NewApplier(kc), Status: status, Recorder: recorder,
+		Cache: informers, Applier: applier, Status: status, Recorder: recorder,
 		Mongo: mopts, ClusterDomain: o.clusterDomain,
 		NewAdmin: func(opts mongo.Options) mongo.Admin { return timedAdmin{Admin: mongo.NewClient(opts), m: met} },
 	}

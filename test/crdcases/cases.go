@@ -126,13 +126,6 @@ var Invalid = []Case{
 		Rule:   "spec.storage.size cannot shrink",
 	},
 	{
-		Name:   "TLS turned on for an existing replica set",
-		Update: true,
-		Patch:  `spec: {tls: {mode: requireTLS}}`,
-		Field:  "spec",
-		Rule:   "spec.tls cannot be added to or removed from an existing replica set",
-	},
-	{
 		Name:  "unparsable arbiter memory",
 		Patch: `spec: {arbiters: 1, arbiterResources: {requests: {memory: lots}}}`,
 		Field: "spec.arbiterResources.requests.memory",

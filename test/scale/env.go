@@ -28,15 +28,15 @@ const (
 type Env struct {
 	Namespace string
 	// Config is the counted rest.Config (the operator's QPS and burst).
-	Config   *rest.Config
-	Kube     kubernetes.Interface
-	Mgors    client.Interface
-	World    actors.World
+	Config *rest.Config
+	Kube   kubernetes.Interface
+	Mgors  client.Interface
+	World  actors.World
 	// Informers are the shared informers the World reads and the mgors
 	// row's dispatcher starts (the baseline row starts them itself).
 	Informers *kube.Informers
 	Store     *Probe
-	Requests *Requests
+	Requests  *Requests
 	// Observations are the rows' observation durations.
 	Observations *Observations
 	Log          zerolog.Logger

@@ -59,7 +59,7 @@ type MgorsList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.memberOptions) || self.memberOptions.all(m, m.ordinal < self.members)",message="spec.memberOptions[].ordinal must be less than spec.members"
 // +kubebuilder:validation:XValidation:rule="!has(self.arbiters) || self.arbiters == 0 || self.members >= 2",message="spec.arbiters needs at least 2 data-bearing spec.members"
 // +kubebuilder:validation:XValidation:rule="!has(self.memberOptions) || self.memberOptions.exists(m, !has(m.priority) || m.priority > 0) || self.memberOptions.size() < self.members",message="spec.memberOptions must leave at least one member electable (priority > 0)"
-// +kubebuilder:validation:XValidation:rule="has(oldSelf.tls) == has(self.tls)",message="spec.tls cannot be added to or removed from an existing replica set yet: TLS is chosen at creation (docs/design/security.md)"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.tls) || has(self.tls) || (has(oldSelf.tls.mode) && oldSelf.tls.mode == 'allowTLS')",message="spec.tls can be removed only when spec.tls.mode is allowTLS: step the mode down first (requireTLS, preferTLS, allowTLS), so clients move to plain connections while members still serve both"
 type MgorsSpec struct {
 	// Members is the number of data-bearing members of the replica set. The
 	// operator grows and shrinks the set one member at a time, and never lets a
@@ -371,6 +371,7 @@ type TLSMode string
 
 // TLSSpec turns on TLS for client and member traffic.
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || self.mode == 'preferTLS' || oldSelf.mode == 'preferTLS'",message="spec.tls.mode moves one step at a time: allowTLS, preferTLS, requireTLS (members are restarted one by one)"
+// +kubebuilder:validation:XValidation:rule="has(self.caSecretRef) == has(oldSelf.caSecretRef) && (!has(self.caSecretRef) || self.caSecretRef.name == oldSelf.caSecretRef.name)",message="spec.tls.caSecretRef cannot change while TLS is on: CA rotation is not built yet (members restarted one by one would not trust each other)"
 type TLSSpec struct {
 	// Mode is mongod's --tlsMode: requireTLS (the default), preferTLS or allowTLS.
 	// +kubebuilder:default=requireTLS

@@ -1,0 +1,61 @@
+package actors
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/mgors/operator/kube"
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// The members' certificate (docs/design/security.md, "Renewal"):
+//  1. The first certificate seen is recorded (CertificateObserved): the
+//     members start with it.
+//  2. A certificate the operator issued is renewed, from the same CA, once
+//     it is within a third of its life of expiry (kube.RenewalDue), while
+//     the set is Healthy and no TLS step runs (RenewCertificate, bound to
+//     the Secret's resourceVersion).
+//  3. A certificate Secret that holds another certificate than recorded
+//     (renewed by the operator, by the user's issuer such as cert-manager,
+//     or reissued after a deletion) is recorded (CertificateRenewed, an
+//     Event); the objects then name its serial, so the pod template changes
+//     and the members restart onto it one at a time through the rolling
+//     restart. Members trust the CA, not the certificate: old and new work
+//     together during the roll.
+
+// CertificateView is the members' certificate as observed: never its key.
+type CertificateView struct {
+	// Secret is the certificate Secret, Version its resourceVersion.
+	Secret, Version string
+	// Serial is the certificate's serial number, in hexadecimal.
+	Serial              string
+	NotBefore, NotAfter time.Time
+	// Issued is true when the operator issued it (and renews it).
+	Issued bool
+}
+
+// certificate records the members' certificate and renews the one the
+// operator issued when due; true when it acted or the objects change.
+func (d *decider) certificate() bool {
+	c, t := d.in.Obs.Certificate, d.s.TLS
+	if c == nil || !t.Known || t.Spec == nil {
+		return false
+	}
+	switch {
+	case t.Serial == "":
+		d.emit(CertificateObserved{Secret: c.Secret, Serial: c.Serial, NotAfter: c.NotAfter})
+		return false
+	case c.Serial != t.Serial:
+		d.emit(CertificateRenewed{Secret: c.Secret, From: t.Serial, Serial: c.Serial, NotAfter: c.NotAfter})
+		return true // the observation predates the objects that name it
+	case !c.Issued || d.s.Phase != v1alpha1.PhaseHealthy || t.Stepping():
+		return false
+	case !kube.RenewalDue(kube.Certificate{Serial: c.Serial, NotBefore: c.NotBefore, NotAfter: c.NotAfter}, d.in.Now):
+		return false
+	}
+	d.act(Action{Kind: ActRenewCertificate, Credential: Credential{Secret: c.Secret, SecretVersion: c.Version}},
+		ActionStarted{Target: c.Secret, Secret: c.Secret, SecretVersion: c.Version,
+			Reason: fmt.Sprintf("the members' certificate (serial %s) expires at %s: renewed in the last third of its life",
+				c.Serial, c.NotAfter.UTC().Format(time.RFC3339))})
+	return true
+}
