@@ -244,7 +244,8 @@ func (f *fleet) pick(ids []string) string {
 }
 
 // checkDrained: every cluster that moved when joiner joined went to it, and
-// was labelled to drain by its live owner before the joiner got it.
+// was drained by its live owner (drain label seen, or its owner label
+// emptied) before the joiner got it.
 func (f *fleet) checkDrained(before, after map[string]string, since time.Time, joiner string) {
 	f.t.Helper()
 	f.mu.Lock()
@@ -261,7 +262,11 @@ func (f *fleet) checkDrained(before, after map[string]string, since time.Time, j
 			if l.at.Before(since) {
 				continue
 			}
-			if l.who == was+"+drain" {
+			// The drain label, or the owner label emptied: only the old,
+			// live owner removes it, once its actor stopped (the drain
+			// acknowledged). A fast drain may come and go between two
+			// polls of 100 ms, its emptied label much less likely so.
+			if l.who == was+"+drain" || l.who == "" {
 				drained = true
 			}
 			if l.who == joiner && !drained {
