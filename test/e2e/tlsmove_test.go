@@ -103,8 +103,8 @@ func TestTLSTurnedOnAndOffForARunningSet(t *testing.T) {
 	settled := func(what string, tlsOn bool, mode string) *v1alpha1.Mgors {
 		t.Helper()
 		start := time.Now()
-		x := waitMgors(t, env, m.Name, what, 3*time.Minute, func(*v1alpha1.Mgors) bool { return rolled(mode) })
-		x = waitMgors(t, env, m.Name, what, 3*time.Minute, func(x *v1alpha1.Mgors) bool {
+		waitMgors(t, env, m.Name, what, 3*time.Minute, func(*v1alpha1.Mgors) bool { return rolled(mode) })
+		x := waitMgors(t, env, m.Name, what, 3*time.Minute, func(x *v1alpha1.Mgors) bool {
 			return x.Status.ObservedGeneration == x.Generation && x.Status.Phase == v1alpha1.PhaseHealthy &&
 				x.Status.Ready == "3/3" && strings.Contains(x.Status.ConnectionString, "tls=true") == tlsOn
 		})

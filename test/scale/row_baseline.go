@@ -126,8 +126,8 @@ func (b *baseline) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	obs, err := b.env.World.Observe(octx, m, desired, st.Auth)
 	b.env.Observations.Add(time.Since(start))
 	cancel()
-	if err != nil {
-		return reconcile.Result{RequeueAfter: BaselineRequeue}, nil
+	if err != nil { // as the actor does: a failed observation is looked at again later
+		return reconcile.Result{RequeueAfter: BaselineRequeue}, nil //nolint:nilerr // controller-runtime would back off on an error
 	}
 	d := actors.Decide(st, actors.Inputs{Mgors: m, Desired: desired, Obs: obs, Now: time.Now()})
 	if st, err = b.persist(ctx, stream, st, d.Events, "observation"); err != nil {

@@ -96,5 +96,7 @@ func TestMgorsRowOnFakes(t *testing.T) {
 		t.Fatalf("after the kill: %d of 2 clusters Healthy", n)
 	}
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Errorf("the operator's pieces ended with %v", err)
+	}
 }

@@ -60,7 +60,7 @@ func main() {
 			fmt.Fprintln(os.Stderr, "mgors-scale:", err)
 			os.Exit(1)
 		}
-		defer f.Close()
+		defer func() { _ = f.Close() }()
 		log = zerolog.New(f).With().Timestamp().Str("component", "mgors-scale").Str("row", *row).Logger()
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -94,7 +94,7 @@ func printTable(path string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	rs, err := scale.ReadResults(f)
 	if err != nil {
 		return err
