@@ -67,14 +67,23 @@ func webServer() corev1.Container {
 
 func kubectl(t *testing.T, env *harness.Env, args ...string) string {
 	t.Helper()
+	out, err := tryKubectl(env, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryKubectl is kubectl whose failure is the caller's to judge.
+func tryKubectl(env *harness.Env, args ...string) (string, error) {
 	args = append([]string{"--kubeconfig", filepath.Join(env.Dir, "kubeconfig"), "-n", env.Namespace}, args...)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, filepath.Join(env.Dir, "bin", "kubectl"), args...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		return string(out), fmt.Errorf("kubectl %v: %w\n%s", args, err, out)
 	}
-	return string(out)
+	return string(out), nil
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -179,6 +188,13 @@ func TestStatefulSetWithVolumesServesThroughServices(t *testing.T) {
 	}
 	// Through the cluster IP (kube-proxy's DNAT, routed back onto the bridge), from
 	// a pod that is itself one of the endpoints, several times so that both are hit.
+	// kube-proxy programs the Service once the endpoints are Ready, a moment
+	// after the pods are, as in any cluster: wait for its first answer.
+	eventually(t, "web-ip answering through kube-proxy", func() error {
+		_, err := tryKubectl(env, "exec", "web-1", "--", "python3", "-c",
+			"import urllib.request as u; u.urlopen('http://web-ip/', timeout=3)")
+		return err
+	})
 	got = kubectl(t, env, "exec", "web-1", "--", "python3", "-c",
 		"import urllib.request as u\nfor i in range(6): print(u.urlopen('http://web-ip/', timeout=10).status)")
 	if strings.Fields(got)[0] != "200" || strings.Count(got, "200") != 6 {
