@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -40,11 +41,20 @@ func invalidCases(t *testing.T) []invalidCase {
 				if err != nil {
 					t.Fatal(err)
 				}
-				verb := "create"
-				if old != nil {
-					verb = "replace"
+				if old == nil {
+					return kubectl(t, env, string(y), "create", "--validate=strict", "-f", "-")
 				}
-				return kubectl(t, env, string(y), verb, "--validate=strict", "-f", "-")
+				// An operator deployed by an earlier test may write the
+				// object between kubectl's read and its replace: a Conflict
+				// is not the answer to the change, so try again.
+				var out string
+				for range 20 {
+					out, err = kubectl(t, env, string(y), "replace", "--validate=strict", "-f", "-")
+					if err == nil || !strings.Contains(out, "the object has been modified") {
+						break
+					}
+				}
+				return out, err
 			}})
 	}
 	return out
