@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	ktypes "k8s.io/apimachinery/pkg/types"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
@@ -145,18 +143,12 @@ func addRunningPods(t *testing.T, kc *k8sfake.Clientset, s *appsv1.StatefulSet) 
 	t.Helper()
 	gvr := corev1.SchemeGroupVersion.WithResource("pods")
 	for i := range *s.Spec.Replicas {
-		name := fmt.Sprintf("%s-%d", s.Name, i)
-		if _, err := kc.Tracker().Get(gvr, s.Namespace, name); err == nil {
+		pod := runningPod(s, i)
+		if _, err := kc.Tracker().Get(gvr, s.Namespace, pod.Name); err == nil {
 			continue
 		}
-		pod := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, UID: ktypes.UID(name),
-				Labels: s.Spec.Template.Labels, Annotations: s.Spec.Template.Annotations},
-			Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", i+1),
-				Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-		}
 		if err := kc.Tracker().Create(gvr, pod, s.Namespace); err != nil {
-			t.Errorf("adding pod %s: %v", name, err)
+			t.Errorf("adding pod %s: %v", pod.Name, err)
 		}
 	}
 }

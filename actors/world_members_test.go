@@ -51,12 +51,7 @@ func runningPods(kc *k8sfake.Clientset) {
 				if names[name] {
 					continue
 				}
-				out.Items = append(out.Items, corev1.Pod{
-					ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: ktypes.UID(name),
-						Labels: s.Spec.Template.Labels, Annotations: s.Spec.Template.Annotations},
-					Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", i+1),
-						Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
-				})
+				out.Items = append(out.Items, *runningPod(&s, i))
 			}
 		}
 		sel := a.(k8stesting.ListAction).GetListRestrictions().Labels
@@ -157,5 +152,17 @@ func TestKubeWorldDoesNotDialMembersWithoutAPod(t *testing.T) {
 	}
 	if want := slices.Sorted(slices.Values(hosts)); !slices.Equal(admin.kept, want) {
 		t.Errorf("connections kept after 5 -> 3: %v, want %v", admin.kept, want)
+	}
+}
+
+// runningPod is the Running, Ready pod of s's ordinal i, as the StatefulSet
+// controller and a kubelet would make it.
+func runningPod(s *appsv1.StatefulSet, i int32) *corev1.Pod {
+	name := fmt.Sprintf("%s-%d", s.Name, i)
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace, UID: ktypes.UID(name),
+			Labels: s.Spec.Template.Labels, Annotations: s.Spec.Template.Annotations},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: fmt.Sprintf("10.0.0.%d", i+1),
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}},
 	}
 }
