@@ -16,6 +16,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/writeconcern"
 )
 
+// cloneSettings are fastSettings with an election timeout a loaded machine
+// cannot miss: these tests write through one primary while a member clones,
+// and a stepdown (a heartbeat late by a second under the race detector on two
+// busy cores) would fail the writer, not the clone under test.
+var cloneSettings = bson.D{{Key: "electionTimeoutMillis", Value: 5000}, {Key: "heartbeatIntervalMillis", Value: 200}}
+
 // skusOn lists m's app.keys as "_id=sku" lines, sorted, the padding left out.
 func skusOn(t *testing.T, m *member) string {
 	c := m.shortClient()
@@ -44,7 +50,7 @@ func skusOn(t *testing.T, m *member) string {
 // oplog replay resolves, as in mongod's idempotent initial-sync apply. The
 // attempt must neither fail nor diverge.
 func TestInitialSyncWithUniqueKeysMovingDuringClone(t *testing.T) {
-	ms, p := initiated(t, 2, fastSettings)
+	ms, p := initiated(t, 2, cloneSettings)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	keys := ms[p].client(t).Database("app").Collection("keys")
@@ -179,7 +185,7 @@ func dbCatalog(t *testing.T, m *member, db string) string {
 // of its documents, and the replay must still end in the source's catalog
 // (same collections, UUIDs and indexes) without a failed attempt.
 func TestInitialSyncWithDDLDuringClone(t *testing.T) {
-	ms, p := initiated(t, 2, fastSettings)
+	ms, p := initiated(t, 2, cloneSettings)
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	app := ms[p].client(t).Database("app")

@@ -112,8 +112,10 @@ func eventTime(e *corev1.Event) time.Time {
 	return e.CreationTimestamp.Time
 }
 
-// eventLog reads a cluster's event log from the kube store as JSON lines (the
-// records as the operator wrote them), and notes its forced reconfigs.
+// eventLog is a cluster's event log as JSON lines (the records as the operator
+// wrote them): what the run followed while it ran and what the kube store
+// holds at the end, so no record a snapshot compacted meanwhile is missing.
+// It notes the log's forced reconfigs.
 func (r *run) eventLog(ctx context.Context, t *target) string {
 	lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -127,12 +129,12 @@ func (r *run) eventLog(ctx context.Context, t *target) string {
 		if s.Key() != t.key {
 			continue
 		}
-		_, recs, err := store.Load(lctx, s)
+		_, loaded, err := store.Load(lctx, s)
 		if err != nil {
 			fmt.Fprintf(&b, "error: %v\n", err)
 			continue
 		}
-		for _, rec := range recs {
+		for _, rec := range r.followed.merged(s, loaded) {
 			line, _ := json.Marshal(rec)
 			b.Write(append(line, '\n'))
 			if e, ok, err := actors.Decode(rec); err == nil && ok {

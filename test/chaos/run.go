@@ -66,6 +66,7 @@ type run struct {
 	rec      *recorder
 	members  *memberView
 	leases   *leaseLog
+	followed *followedLogs
 
 	mu sync.Mutex
 	// expected maps a pod (ns/name) to the fault about to delete it.
@@ -142,7 +143,7 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 	}
 	r := &run{cfg: cfg, log: cfg.Log, rest: rc, kube: cs, mgors: mc, faults: cfg.Faults,
 		ns: "chaos-" + strconv.FormatInt(time.Now().Unix()%1e6, 36), rec: &recorder{},
-		members: newMemberView(), leases: &leaseLog{}, expected: map[string]int{}}
+		members: newMemberView(), leases: &leaseLog{}, followed: newFollowedLogs(), expected: map[string]int{}}
 	if r.faults == nil {
 		if r.faults, err = defaultFaults(cfg.Dir, cfg.Log); err != nil {
 			return nil, err

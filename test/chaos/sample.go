@@ -63,7 +63,8 @@ func (r *run) startSamplers(ctx context.Context, wg *sync.WaitGroup) {
 			go func() { defer wg.Done(); r.sampleMember(ctx, t, h) }()
 		}
 	}
-	wg.Add(3)
+	wg.Add(4)
+	go func() { defer wg.Done(); r.followLogs(ctx) }()
 	go func() { defer wg.Done(); r.samplePhases(ctx) }()
 	go func() { defer wg.Done(); r.sampleLease(ctx) }()
 	go func() { defer wg.Done(); r.watchPods(ctx) }()
