@@ -43,6 +43,10 @@ type Kube struct {
 	ChunkBytes int
 	// CallTimeout bounds each API call.
 	CallTimeout time.Duration
+	// KeepRecords is how many records before a snapshot its compaction keeps
+	// (whole segments: a few more), for a person reading why the cluster got
+	// where it is (History, `mgorsctl replay`); 0 keeps none.
+	KeepRecords int64
 
 	mu      sync.Mutex
 	streams map[Stream]*kubeStream
@@ -215,7 +219,8 @@ func (k *Kube) appendLocked(ctx context.Context, s Stream, st *kubeStream, lines
 }
 
 // SaveSnapshot writes the snapshot ConfigMap, then deletes the segments it
-// covers entirely, keeping the newest so the next append knows where to go.
+// covers entirely, keeping the newest so the next append knows where to go and
+// those holding any of the KeepRecords records before the snapshot.
 // It is fenced like an append: a writer whose view of the log is stale (the
 // log grew past its last append or load) gets ErrSequence and writes nothing.
 func (k *Kube) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error {
@@ -273,7 +278,7 @@ func (k *Kube) SaveSnapshot(ctx context.Context, s Stream, snap Snapshot) error 
 			continue
 		}
 		last, err := strconv.ParseInt(cm.Annotations[annotationLast], 10, 64)
-		if err != nil || last > snap.Seq {
+		if err != nil || last > snap.Seq-k.KeepRecords {
 			continue
 		}
 		dctx, dcancel := k.call(ctx)

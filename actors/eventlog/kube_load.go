@@ -23,17 +23,28 @@ func (k *Kube) Load(ctx context.Context, s Stream) (*Snapshot, []Record, error) 
 	return k.loadLocked(ctx, s, st)
 }
 
-// loadLocked reads the whole stream with one List (a quorum read: no
-// resourceVersion, so never a stale cache) and leaves st pointing at the newest
-// segment, as the API server holds it.
-func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snapshot, []Record, error) {
+// History is every record the stream's segments hold, those a snapshot
+// covers but its compaction kept (KeepRecords) included, in seq order: what
+// a person reads; an actor loads with Load.
+func (k *Kube) History(ctx context.Context, s Stream) ([]Record, error) {
+	if err := s.valid(); err != nil {
+		return nil, err
+	}
+	_, all, _, err := k.read(ctx, s)
+	return all, err
+}
+
+// read lists the stream's ConfigMaps with one List (a quorum read: no
+// resourceVersion, so never a stale cache): its snapshot, every record of its
+// segments in order, and the segments.
+func (k *Kube) read(ctx context.Context, s Stream) (*Snapshot, []Record, []corev1.ConfigMap, error) {
 	cctx, cancel := k.call(ctx)
 	defer cancel()
 	list, err := k.client.CoreV1().ConfigMaps(s.Namespace).List(cctx, metav1.ListOptions{
 		LabelSelector: LabelUID + "=" + s.UID,
 	})
 	if err != nil {
-		return nil, nil, fmt.Errorf("eventlog: listing the log of %s: %w", s, err)
+		return nil, nil, nil, fmt.Errorf("eventlog: listing the log of %s: %w", s, err)
 	}
 	var snap *Snapshot
 	var segments []corev1.ConfigMap
@@ -42,7 +53,7 @@ func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snaps
 		case cm.Name == snapshotName(s):
 			snap = &Snapshot{}
 			if err := json.Unmarshal([]byte(cm.Data[snapshotKey]), snap); err != nil {
-				return nil, nil, fmt.Errorf("eventlog: %s: snapshot %s: %w", s, cm.Name, err)
+				return nil, nil, nil, fmt.Errorf("eventlog: %s: snapshot %s: %w", s, cm.Name, err)
 			}
 		case strings.HasPrefix(cm.Name, s.Name+"-eventlog-"+uidPrefix(s)+"-"):
 			segments = append(segments, cm)
@@ -53,9 +64,19 @@ func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snaps
 	for _, seg := range segments {
 		recs, err := SegmentRecords(seg)
 		if err != nil {
-			return nil, nil, fmt.Errorf("eventlog: %s: segment %s: %w", s, seg.Name, err)
+			return nil, nil, nil, fmt.Errorf("eventlog: %s: segment %s: %w", s, seg.Name, err)
 		}
 		all = append(all, recs...)
+	}
+	return snap, all, segments, nil
+}
+
+// loadLocked reads the whole stream and leaves st pointing at the newest
+// segment, as the API server holds it.
+func (k *Kube) loadLocked(ctx context.Context, s Stream, st *kubeStream) (*Snapshot, []Record, error) {
+	snap, all, segments, err := k.read(ctx, s)
+	if err != nil {
+		return nil, nil, err
 	}
 	base := int64(0)
 	if snap != nil {

@@ -135,3 +135,41 @@ func TestDecodeSegmentRefusesWhatIsNotARecord(t *testing.T) {
 		t.Error("a large seq's key does not read back")
 	}
 }
+
+// A snapshot's compaction keeps the segments holding the KeepRecords records
+// before it: Load starts after the snapshot, History still has them.
+func TestKubeKeepsHistoryBeforeTheSnapshot(t *testing.T) {
+	ctx := context.Background()
+	s := Stream{Namespace: "db", Name: "demo", UID: "u-1"}
+	for _, keep := range []int64{0, 10} {
+		k := NewKube(apiServerLike())
+		k.SegmentBytes = 600 // a few records per segment
+		k.KeepRecords = keep
+		for seq := int64(1); seq <= 40; seq++ {
+			if err := k.Append(ctx, s, rec(s, seq, "A")); err != nil {
+				t.Fatalf("append %d: %v", seq, err)
+			}
+		}
+		if err := k.SaveSnapshot(ctx, s, Snapshot{Seq: 38}); err != nil {
+			t.Fatal(err)
+		}
+		_, recs, err := k.Load(ctx, s)
+		if err != nil || len(recs) != 2 || recs[0].Seq != 39 {
+			t.Fatalf("keep %d: loaded %d records from %v, %v; want 39 and 40", keep, len(recs), recs, err)
+		}
+		hist, err := k.History(ctx, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if hist[len(hist)-1].Seq != 40 || CheckSequence(hist[0].Seq-1, hist) != nil {
+			t.Fatalf("keep %d: history %v is not the log's tail", keep, hist)
+		}
+		kept := 38 - hist[0].Seq + 1
+		switch {
+		case keep == 0 && hist[0].Seq <= 28:
+			t.Errorf("keep 0: history starts at %d, compaction kept too much", hist[0].Seq)
+		case keep > 0 && kept < keep:
+			t.Errorf("keep %d: %d records before the snapshot kept", keep, kept)
+		}
+	}
+}

@@ -56,6 +56,7 @@ type options struct {
 	observeTimeout time.Duration
 	actTimeout     time.Duration
 	snapshotEvery  int64
+	keepRecords    int64
 	logLevel       string
 	identity       string
 	shards         string
@@ -82,6 +83,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.observeTimeout, "observe-timeout", 20*time.Second, "bound of one observation (every call inside has its own, shorter deadline)")
 	fs.DurationVar(&o.actTimeout, "act-timeout", 60*time.Second, "bound of one action")
 	fs.Int64Var(&o.snapshotEvery, "snapshot-every", 100, "records between event-log snapshots")
+	fs.Int64Var(&o.keepRecords, "eventlog-keep", 300, "records before a snapshot the kube store keeps for people (mgorsctl replay) when it compacts")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
 	fs.StringVar(&o.shards, "shards", "", `"auto" spreads the Mgors over every live replica, each with a Lease of its own (docs/design/sharding.md); empty: one replica acts (with --leader-elect, the others stand by)`)
@@ -103,6 +105,9 @@ func parseFlags(args []string) (options, error) {
 		}
 	default:
 		return o, fmt.Errorf(`--shards must be "auto" or empty, not %q`, o.shards)
+	}
+	if o.keepRecords < 0 {
+		return o, fmt.Errorf("--eventlog-keep must be 0 or more records, not %d", o.keepRecords)
 	}
 	if o.interval <= 0 || o.observeTimeout <= 0 || o.actTimeout <= 0 {
 		return o, errors.New("--interval, --observe-timeout and --act-timeout must be positive")
@@ -267,7 +272,9 @@ func openStore(o options, inCluster bool, kc kubernetes.Interface) (eventlog.Sto
 	}
 	switch kind {
 	case "kube":
-		return eventlog.NewKube(kc), nil
+		ks := eventlog.NewKube(kc)
+		ks.KeepRecords = o.keepRecords
+		return ks, nil
 	case "memory":
 		return eventlog.NewMemory(), nil
 	}

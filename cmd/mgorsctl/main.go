@@ -130,6 +130,9 @@ type loaded struct {
 	snap   *eventlog.Snapshot
 	recs   []eventlog.Record
 	store  eventlog.Store // nil for logs
+	// before are the records the snapshot covers that the kube store kept
+	// (--eventlog-keep): shown for the story, never folded (the snapshot is).
+	before []eventlog.Record
 }
 
 func splitKey(key string) (string, string, error) {
@@ -163,7 +166,22 @@ func load(ctx context.Context, f flags, stdin io.Reader) (loaded, error) {
 			return loaded{}, err
 		}
 		snap, recs, err := store.Load(ctx, s)
-		return loaded{stream: s, snap: snap, recs: recs, store: store}, err
+		if err != nil {
+			return loaded{}, err
+		}
+		l := loaded{stream: s, snap: snap, recs: recs, store: store}
+		if ks, ok := store.(*eventlog.Kube); ok && snap != nil {
+			hist, err := ks.History(ctx, s)
+			if err != nil {
+				return loaded{}, err
+			}
+			for _, r := range hist {
+				if r.Seq <= snap.Seq {
+					l.before = append(l.before, r)
+				}
+			}
+		}
+		return l, nil
 	}
 	return loaded{}, errors.New("replay needs a source: --cluster, --dir with --cluster, or --logs")
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/actors"
+	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/kube/client/fake"
 )
@@ -179,5 +181,40 @@ func TestDescribeRecoveryEvents(t *testing.T) {
 				t.Errorf("%T: %q lacks %q", c.e, got, w)
 			}
 		}
+	}
+}
+
+// The records a snapshot covers that the kube store kept are shown before the
+// snapshot's line, as the story; the state is the snapshot's.
+func TestReplayShowsTheHistoryKeptBeforeTheSnapshot(t *testing.T) {
+	f, err := os.Open("testdata/demo-log.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	d, err := eventlog.Decode(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := d.Records
+	cut := len(recs) / 2
+	s, err := actors.Fold(actors.Initial(), recs[:cut])
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := loaded{stream: eventlog.Stream{Namespace: "db", Name: "demo", UID: "u-1"},
+		snap: &eventlog.Snapshot{Seq: recs[cut-1].Seq, Time: recs[cut-1].Time}, recs: recs[cut:], before: recs[:cut]}
+	var out bytes.Buffer
+	if err := timeline(&out, l, s); err != nil {
+		t.Fatal(err)
+	}
+	text := out.String()
+	for _, want := range []string{"# kept before the snapshot: seq 1 to", "Provisioning → Initiating", "# from the snapshot at seq"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("timeline lacks %q:\n%s", want, text)
+		}
+	}
+	if strings.Index(text, "Provisioning → Initiating") > strings.Index(text, "\n"+strconv.FormatInt(recs[cut].Seq, 10)+" ") {
+		t.Errorf("the kept history is not before the records after the snapshot:\n%s", text)
 	}
 }

@@ -63,10 +63,27 @@ func replay(ctx context.Context, f flags, stdin io.Reader, out io.Writer) error 
 func timeline(out io.Writer, l loaded, s actors.State) error {
 	w := newSheet(out)
 	w.printf("# %s\n", l.stream)
+	if len(l.before) > 0 {
+		w.printf("# kept before the snapshot: seq %d to %d (the state is folded from the snapshot)\n", l.before[0].Seq, l.before[len(l.before)-1].Seq)
+	}
 	if l.snap != nil {
 		w.printf("# from the snapshot at seq %d (%s): phase %s\n", l.snap.Seq, l.snap.Time.Format(time.RFC3339), s.Phase)
 	}
 	w.printf("SEQ\tTIME\tEVENT\tPHASE\tDETAIL" + "\n")
+	for _, r := range l.before {
+		e, ok, err := actors.Decode(r)
+		if err != nil {
+			return err
+		}
+		phase, detail := "", "(unknown event type)"
+		if ok {
+			detail = describe(e)
+		}
+		if pc, isPhase := e.(actors.PhaseChanged); isPhase {
+			phase = string(pc.From) + " → " + string(pc.To)
+		}
+		w.printf("%d\t%s\t%s\t%s\t%s\n", r.Seq, r.Time.Format("15:04:05.000"), r.Type, phase, detail)
+	}
 	if err := eventlog.CheckSequence(s.Seq, l.recs); err != nil {
 		w.printf("# warning: %v\n", err)
 	}

@@ -117,11 +117,17 @@ const restartGrace = int64(1)
 
 func (wr *wholeRestart) run(ctx context.Context, s *chaos.Scene) error {
 	c := s.Clusters()[wr.idx]
-	for _, m := range s.Samples(wr.idx, time.Time{}, time.Now()) {
-		if m.Error == "" && m.ConfigVersion >= wr.version {
-			wr.setID, wr.version = m.ReplicaSetID, m.ConfigVersion
+	// The samplers may not have seen the new set answer yet (the run starts
+	// its faults as soon as every cluster is Healthy): wait for a sample
+	// that names the set, for the comparison after the restart.
+	until(ctx, evidenceTimeout, func() bool {
+		for _, m := range s.Samples(wr.idx, time.Time{}, time.Now()) {
+			if m.Error == "" && m.ReplicaSetID != "" && m.ConfigVersion >= wr.version {
+				wr.setID, wr.version = m.ReplicaSetID, m.ConfigVersion
+			}
 		}
-	}
+		return wr.setID != ""
+	})
 	pods, err := list(ctx, s, c.Namespace, "mgors.io/cluster="+c.Name)
 	if err != nil {
 		return err
