@@ -20,7 +20,8 @@ const RotateKeyfileAnnotation = "mgors.io/rotate-keyfile"
 //  1. A request (RotateKeyfileAnnotation with a value not handled before)
 //     is accepted while the set is Healthy, no TLS step or upgrade runs and
 //     the Secret holds one key (ApprovalAccepted, KeyfileRotationStarted);
-//     a Secret of two keys is refused (a rotation by hand is under way).
+//     a Secret of two keys is refused (a rotation by hand is under way), as
+//     is the user's Secret (spec.auth.keyfileSecretRef: never written).
 //  2. Three steps follow, each once the set is Healthy: the Secret is
 //     written (RotateKeyfile: [old, new], then [new, old], then [new]);
 //     once it holds the step's keys (KeyfileRotationStep) the objects name
@@ -49,6 +50,11 @@ func (d *decider) keyfile() bool {
 			d.act(Action{Kind: ActRemoveAnnotation, Host: RotateKeyfileAnnotation}, ActionStarted{Target: RotateKeyfileAnnotation,
 				Reason: fmt.Sprintf("the keyfile rotation %s=%s was handled; a new value asks for another", RotateKeyfileAnnotation, req)})
 			return true
+		case d.in.Mgors.Spec.Auth.KeyfileSecretRef != nil && d.in.Mgors.Spec.Auth.KeyfileSecretRef.Name != "":
+			d.emit(ApprovalRefused{Annotation: RotateKeyfileAnnotation, Value: req, Reason: fmt.Sprintf(
+				"spec.auth.keyfileSecretRef names the user's Secret %s, which the operator never writes: rotate it by hand "+
+					"(two keys, a rolling restart, then the new key alone)", d.in.Mgors.KeyfileSecretName())})
+			return false
 		case d.s.Phase != v1alpha1.PhaseHealthy || !d.s.Initiated || d.s.TLS.Stepping() || d.s.Upgrade != nil || o.KeyfileKeys == nil:
 			return false // it starts once the set is Healthy and nothing else rolls
 		case len(o.KeyfileKeys) != 1:

@@ -287,6 +287,10 @@ func TestKeyfileRotationRequests(t *testing.T) {
 			w.ask("r1")
 			w.obs.KeyfileKeys = []string{"aaaaaaaa", "bbbbbbbb"}
 		}, []string{"ApprovalRefused"}, ""},
+		{"asked with the user's keyfile Secret", func(w *keyfileWorld, _ *State) {
+			w.ask("r1")
+			w.m.Spec.Auth.KeyfileSecretRef = &v1alpha1.SecretReference{Name: "mine"}
+		}, []string{"ApprovalRefused"}, ""},
 		{"asked and the Secret unread", func(w *keyfileWorld, _ *State) {
 			w.ask("r1")
 			w.obs.KeyfileKeys = nil
