@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
@@ -129,7 +131,7 @@ func KeyfileStepShape(step int, fps []string, old, next string) bool {
 // where the new key is generated): [old, new], then [new, old], then [new].
 // A Secret already in the step's shape is left alone (a write whose result
 // was lost); one in another shape is an error that names fingerprints only.
-// The update is bound to the resourceVersion read.
+// The write is bound to the resourceVersion read.
 func (a *Applier) RotateKeyfile(ctx context.Context, m *v1alpha1.Mgors, step int, old, next string) error {
 	name := m.KeyfileSecretName()
 	c := a.Client.CoreV1().Secrets(m.Namespace)
@@ -166,10 +168,15 @@ func (a *Applier) RotateKeyfile(ctx context.Context, m *v1alpha1.Mgors, step int
 		return fmt.Errorf("keyfile Secret %s holds keys %s: not the keyfile before step %d of the rotation from %s to %s",
 			name, strings.Join(fps, ","), step, old, next)
 	}
-	fresh := cur.DeepCopy()
-	fresh.Data = map[string][]byte{v1alpha1.KeyfileSecretKey: keyfileData(want)}
+	// A merge patch (the operator's role may patch Secrets, not update
+	// them) bound to the resourceVersion read.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": cur.ResourceVersion},
+		"data": map[string][]byte{v1alpha1.KeyfileSecretKey: keyfileData(want)}})
+	if err != nil {
+		return err
+	}
 	_, err = bounded(ctx, a, func(ctx context.Context) (*corev1.Secret, error) {
-		return c.Update(ctx, fresh, metav1.UpdateOptions{})
+		return c.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
 	})
 	return err
 }

@@ -63,7 +63,7 @@ func TestRotateKeyfileSteps(t *testing.T) {
 	if len(keys) != 1 || keys[0] == oldKeys[0] || fps[0] == old || len(fps[0]) != 8 {
 		t.Fatalf("after the rotation: %d keys, %v", len(keys), fps)
 	}
-	if n := writes(c, "secrets"); n["update"] != 3 {
+	if n := writes(c, "secrets"); n["patch"] != 3 {
 		t.Fatalf("writes %v: one update per step", n)
 	}
 }
