@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -63,12 +64,26 @@ func TestKeyfileRotatedOnARunningSet(t *testing.T) {
 		t.Fatalf("the keyfile Secret holds %d keys before the rotation", len(old))
 	}
 
+	// The log is followed while the rotation runs: a snapshot compacts the
+	// records it folded, so one read at the end may miss the first steps.
+	store := eventlog.NewKube(env.Client)
+	stream := eventlog.Stream{Namespace: env.Namespace, Name: m.Name, UID: string(created.UID)}
+	seen := map[int64]eventlog.Record{}
+	follow := func() {
+		if _, recs, err := store.Load(ctx, stream); err == nil {
+			for _, r := range recs {
+				seen[r.Seq] = r
+			}
+		}
+	}
+	follow()
 	start := time.Now()
 	if _, err := mc.Patch(ctx, m.Name, types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"`+actors.RotateKeyfileAnnotation+`":"e2e-1"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	got = waitMgors(t, env, m.Name, "the rotation done", 4*time.Minute, func(x *v1alpha1.Mgors) bool {
+		follow()
 		_, asked := x.Annotations[actors.RotateKeyfileAnnotation]
 		return !asked && x.Status.Phase == v1alpha1.PhaseHealthy && x.Status.Ready == "3/3"
 	})
@@ -97,12 +112,11 @@ func TestKeyfileRotatedOnARunningSet(t *testing.T) {
 		t.Fatalf("%d documents (%v), want 10", n, err)
 	}
 
-	_, recs, err := eventlog.NewKube(env.Client).Load(ctx, eventlog.Stream{Namespace: env.Namespace, Name: m.Name, UID: string(created.UID)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	follow()
+	seqs := slices.Sorted(maps.Keys(seen))
 	var steps []string
-	for _, r := range recs {
+	for _, seq := range seqs {
+		r := seen[seq]
 		e, ok, err := actors.Decode(r)
 		if !ok || err != nil {
 			continue
