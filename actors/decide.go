@@ -38,6 +38,10 @@ type Action struct {
 	// (0: leave it).
 	Parameters  map[string]string
 	OplogSizeMB int64
+	// Step, From and To are the keyfile rotation step a RotateKeyfile
+	// writes and the fingerprints of the old and new keys (To "" at step 1).
+	Step     int
+	From, To string
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -125,7 +129,9 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     (decide_storage.go). After the rolling restart, the runtime options
 //     of spec.config are applied to members that lack them
 //     (decide_config.go); a change of the spec's mongod options is
-//     recorded with rule 4's version check.
+//     recorded with rule 4's version check. A keyfile rotation a person
+//     asked for (decide_keyfile.go) writes its steps with rule 4's TLS
+//     step, and each step's roll ends in Recovering like a TLS step.
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
@@ -140,7 +146,7 @@ func Decide(s State, in Inputs) Decision {
 	}
 	d.versionChange()
 	d.configChange()
-	if d.tlsChange() || d.certificate() {
+	if d.tlsChange() || d.certificate() || d.keyfile() {
 		return d.out // the observation predates the step's objects
 	}
 	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
@@ -214,6 +220,8 @@ func (d *decider) settleInFlight() {
 		done = d.configSettled(f)
 	case ActRenewCertificate:
 		done = o.Certificate != nil && o.Certificate.Version != f.SecretVersion
+	case ActRotateKeyfile:
+		done = d.keyfileSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -360,6 +368,9 @@ func (d *decider) unhealthy() string {
 	if why := d.tlsUnfinished(); why != "" {
 		return why
 	}
+	if why := d.keyfileUnfinished(); why != "" {
+		return why
+	}
 	return d.upgradeUnfinished()
 }
 
@@ -428,7 +439,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() || d.finishTLS() {
+	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() || d.finishTLS() || d.finishKeyfile() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

@@ -196,6 +196,8 @@ func annotation(o Observation, key string) string {
 		return o.ForceAnnotation
 	case ReinitiateAnnotation:
 		return o.ReinitiateApproval
+	case RotateKeyfileAnnotation:
+		return o.RotateKeyfile
 	}
 	return ""
 }

@@ -19,6 +19,28 @@ func outdated(o Observation) []string {
 	return out
 }
 
+// rolling says whether a rolling restart is not over: the objects are not
+// as built, a pod runs an older template or is not ready, or a desired
+// member is not PRIMARY, SECONDARY or ARBITER.
+func (d *decider) rolling() bool {
+	o := d.in.Obs
+	if !o.ObjectsReady || len(outdated(o)) > 0 {
+		return true
+	}
+	for _, dm := range d.in.Desired {
+		mv := o.Members[dm.Host]
+		if !mv.Answers || (mv.State != mongo.StatePrimary && mv.State != mongo.StateSecondary && mv.State != mongo.StateArbiter) {
+			return true
+		}
+	}
+	for _, p := range o.Pods {
+		if p.Deleting || !p.Ready {
+			return true
+		}
+	}
+	return false
+}
+
 // roll restarts one out-of-date member when every member is healthy: the
 // arbiter first, then secondaries, highest ordinal first, the primary last and only after it
 // stepped down, so no restart ever takes more than one member away.

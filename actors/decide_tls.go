@@ -7,7 +7,6 @@ import (
 
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
-	"github.com/mgors/operator/mongo"
 )
 
 // TLS turned on, off, or moved between modes on a running replica set
@@ -80,23 +79,12 @@ func (d *decider) tlsChange() bool {
 // finishTLS ends a step once every member restarted into its mode and is
 // healthy; it returns true while a step is under way.
 func (d *decider) finishTLS() bool {
-	t, o := d.s.TLS, d.in.Obs
+	t := d.s.TLS
 	if !t.Stepping() {
 		return false
 	}
-	if !o.ObjectsReady || len(outdated(o)) > 0 {
+	if d.rolling() {
 		return true
-	}
-	for _, dm := range d.in.Desired {
-		mv := o.Members[dm.Host]
-		if !mv.Answers || (mv.State != mongo.StatePrimary && mv.State != mongo.StateSecondary && mv.State != mongo.StateArbiter) {
-			return true
-		}
-	}
-	for _, p := range o.Pods {
-		if p.Deleting || !p.Ready {
-			return true
-		}
 	}
 	d.emit(TLSStepFinished{Mode: t.Mode()})
 	return true

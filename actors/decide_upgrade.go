@@ -157,7 +157,7 @@ func (d *decider) fcvSettled() bool {
 // and the state's spec.tls, so TLS changes one step at a time
 // (decide_tls.go).
 func Running(m *v1alpha1.Mgors, s State) *v1alpha1.Mgors {
-	m = runningTLS(m, s)
+	m = runningKeyfile(runningTLS(m, s), s)
 	if s.Version == "" || s.Version == m.Spec.Version {
 		return m
 	}

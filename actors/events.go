@@ -145,6 +145,8 @@ type ActionStarted struct {
 	User          string `json:"user,omitempty"`
 	Secret        string `json:"secret,omitempty"`
 	SecretVersion string `json:"secretVersion,omitempty"`
+	// Step is the keyfile rotation step a RotateKeyfile writes.
+	Step int `json:"step,omitempty"`
 }
 
 // ActionFinished records that the action in flight succeeded, or that the

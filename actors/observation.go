@@ -82,6 +82,11 @@ type Observation struct {
 	ForceAnnotation string
 	// ReinitiateApproval is the value of ReinitiateAnnotation ("" when none).
 	ReinitiateApproval string
+	// RotateKeyfile is the value of RotateKeyfileAnnotation ("" when none).
+	RotateKeyfile string
+	// KeyfileKeys are the fingerprints of the keyfile Secret's keys, in
+	// order (kube.KeyFingerprint); nil when it could not be read.
+	KeyfileKeys []string
 	// Mongod is each answering member's runtime options that the spec sets,
 	// by host; nil when it sets none (decide_config.go).
 	Mongod map[string]MongodView

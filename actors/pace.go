@@ -27,7 +27,8 @@ const slowest = 10 * time.Second
 // An action that failed is looked at again when its back-off ends (decide.go),
 // so its retry does not wait for the timer. A Healthy cluster, and one
 // Stalled (a problem outside the operator, a failing action past its
-// back-off), waits for them too. Any other cluster is moving (an election, a
+// back-off), waits for them too, unless a keyfile rotation runs (its next
+// step starts from Healthy). Any other cluster is moving (an election, a
 // pod starting, an initial sync) without events that would wake it: 1 s after
 // a step that wrote something, doubling with each quiet observation, capped
 // at slowest and at the interval.
@@ -41,7 +42,9 @@ func lookAgain(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration, no
 			return capped(max(until, quickly), interval)
 		}
 	}
-	if s.Phase == v1alpha1.PhaseHealthy || len(s.Problems) > 0 || s.LastFailure != nil {
+	// A keyfile rotation moves through Healthy between its steps, with no
+	// spec change or owned-object event to wake the actor for the next.
+	if s.Phase == v1alpha1.PhaseHealthy && !s.Keyfile.Rotating() || len(s.Problems) > 0 || s.LastFailure != nil {
 		return 0
 	}
 	return capped(min(quickly<<min(quiet, 10), slowest), interval)

@@ -129,6 +129,9 @@ type State struct {
 	ConfigRole bool `json:"configRole,omitempty"`
 	// TLS is the spec.tls the members run or step to (decide_tls.go).
 	TLS TLSRoll `json:"tls,omitzero"`
+	// Keyfile is the keyfile rotation under way, and the step the objects
+	// name (decide_keyfile.go).
+	Keyfile KeyfileRoll `json:"keyfile,omitzero"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -150,6 +153,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldStorage(s, e)
 	s = foldConfig(s, e)
 	s = foldTLS(s, e)
+	s = foldKeyfile(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

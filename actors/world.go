@@ -84,10 +84,13 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 		u, pw := userAndPassword(sec, mongo.OperatorUser)
 		cred = mongo.AdminUser(u, pw)
 	} else {
-		cred = mongo.KeyfileAuth(sec.Data[v1alpha1.KeyfileSecretKey])
-		if len(cred.Keyfile) == 0 {
-			return nil, fmt.Errorf("the keyfile Secret %s has no key %q", name, v1alpha1.KeyfileSecretKey)
+		// Its first key: while a key rotates the Secret holds two, and the
+		// members that run either step's keyfile accept the first.
+		keys, err := kube.KeyfileKeys(sec.Data[v1alpha1.KeyfileSecretKey])
+		if err != nil {
+			return nil, fmt.Errorf("the keyfile Secret %s, key %q: %w", name, v1alpha1.KeyfileSecretKey, err)
 		}
+		cred = mongo.KeyfileAuth([]byte(keys[0]))
 	}
 	tlsConf, tlsKey, err := w.clientTLS(ctx, m)
 	if err != nil {
@@ -137,7 +140,8 @@ func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 // each call bounded by ctx, authenticated as auth.
 func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, auth Auth) (Observation, error) {
 	o := Observation{Replicas: -1, ArbiterReplicas: -1, Budget: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
-		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation]}
+		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation],
+		RotateKeyfile: m.Annotations[RotateKeyfileAnnotation]}
 	if err := w.awaitOwnWrite(ctx, m); err != nil {
 		return o, err
 	}
@@ -147,6 +151,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	if err := w.observeCertificate(ctx, m, &o); err != nil {
 		return o, err
 	}
+	w.observeKeyfile(ctx, m, &o)
 	problems, err := w.Applier.Diagnose(ctx, w.Cache, m)
 	if err != nil {
 		return o, fmt.Errorf("diagnosing: %w", err)
@@ -408,6 +413,8 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return kube.RemoveAnnotation(ctx, w.Status.Client, w.Status.Timeout, m, a.Host)
 	case ActExpandVolumes, ActReplaceStatefulSet:
 		return w.actStorage(ctx, m, a)
+	case ActRotateKeyfile:
+		return w.Applier.RotateKeyfile(ctx, m, a.Step, a.From, a.To)
 	case ActRenewCertificate: // m is Running: the spec.tls the members run
 		return w.Applier.RenewCertificate(ctx, m, w.ClusterDomain, a.Credential.SecretVersion)
 	case ActWipeMember:

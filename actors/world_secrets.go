@@ -145,3 +145,19 @@ func (c *cluster) release() {
 		log.Info().Msg("Mgors deleted: its Secrets are no longer protected")
 	}()
 }
+
+// observeKeyfile reads the fingerprints of the keyfile Secret's keys into
+// o.KeyfileKeys (decide_keyfile.go). Its data comes through SecretData:
+// one GET per resourceVersion, none while it stays the same. Unreadable,
+// it stays nil: a rotation waits, and the write itself checks the Secret.
+func (w *KubeWorld) observeKeyfile(ctx context.Context, m *v1alpha1.Mgors, o *Observation) {
+	name := m.KeyfileSecretName()
+	if _, err := w.Cache.Secret(m.Namespace, name); err != nil {
+		return // missing: observeSecrets counted it
+	}
+	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
+	if err != nil {
+		return
+	}
+	o.KeyfileKeys, _ = kube.KeyfileFingerprints(sec.Data[v1alpha1.KeyfileSecretKey])
+}

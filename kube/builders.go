@@ -365,7 +365,7 @@ func podSpec(m *v1alpha1.Mgors, component string, res corev1.ResourceRequirement
 			Name:            "keyfile",
 			Image:           image,
 			Command:         []string{"sh", "-c", initScript(m)},
-			Env:             certificateEnv(m),
+			Env:             append(certificateEnv(m), keyfileEnv(m)...),
 			Resources:       *res.DeepCopy(), // no more than mongod asks: the pod's request stays mongod's
 			VolumeMounts:    initMounts,
 			SecurityContext: secure.DeepCopy(),

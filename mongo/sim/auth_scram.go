@@ -21,7 +21,7 @@ type saslConv struct {
 	id       int32
 	mech     string
 	db       string
-	conv     *scram.ServerConversation
+	conv     scramConv
 	skipLast bool
 	done     bool
 }
@@ -84,30 +84,35 @@ func buildCredentials(user, pwd string, mechs []string) (bson.D, error) {
 }
 
 func (n *Node) lookupCreds(mech, db string) scram.CredentialLookup {
+	return n.lookupKeyCreds(mech, db, 0)
+}
+
+// lookupKeyCreds is lookupCreds with __system@local opened by the key-th key
+// of the keyfile (internal_auth.go).
+func (n *Node) lookupKeyCreds(mech, db string, key int) scram.CredentialLookup {
 	return func(user string) (scram.StoredCredentials, error) {
 		if user == "__system" && db == "local" && n.keyFile != "" {
-			if v, ok := n.systemCreds.Load(mech); ok {
+			cacheKey := fmt.Sprintf("%s/%d", mech, key)
+			if v, ok := n.systemCreds.Load(cacheKey); ok {
 				return v.(scram.StoredCredentials), nil
 			}
-			salt := make([]byte, 16)
-			_, _ = rand.Read(salt)
 			var client *scram.Client
 			var err error
 			iters := 15000
 			if mech == "SCRAM-SHA-1" {
 				iters = 10000
-				client, err = scram.SHA1.NewClientUnprepped(user, mongoPasswordDigest(user, n.keyFile), "")
+				client, err = scram.SHA1.NewClientUnprepped(user, mongoPasswordDigest(user, n.keys[key]), "")
 			} else {
-				client, err = scram.SHA256.NewClient(user, n.keyFile, "")
+				client, err = scram.SHA256.NewClient(user, n.keys[key], "")
 			}
 			if err != nil {
 				return scram.StoredCredentials{}, err
 			}
-			sc, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: string(salt), Iters: iters})
+			sc, err := client.GetStoredCredentialsWithError(scram.KeyFactors{Salt: n.systemSalt(mech), Iters: iters})
 			if err != nil {
 				return scram.StoredCredentials{}, err
 			}
-			n.systemCreds.Store(mech, sc)
+			n.systemCreds.Store(cacheKey, sc)
 			return sc, nil
 		}
 		doc := n.userDoc(db, user)
@@ -172,16 +177,26 @@ func (c *conn) saslStep(req bson.Raw, db string, start bool) (bson.D, error) {
 		default:
 			return nil, cerr(2, "Received authentication for mechanism %s which is not enabled", mech)
 		}
-		srv, err := fcn.NewServer(c.n.lookupCreds(mech, db))
-		if err != nil {
-			return fail()
+		var conv scramConv
+		if db == "local" && len(c.n.keys) > 1 {
+			ak, err := newAnyKeyConv(c.n, fcn, mech, db)
+			if err != nil {
+				return fail()
+			}
+			conv = ak
+		} else {
+			srv, err := fcn.NewServer(c.n.lookupCreds(mech, db))
+			if err != nil {
+				return fail()
+			}
+			conv = srv.NewConversation()
 		}
 		convIDs.Lock()
 		convIDs.n++
 		id := convIDs.n
 		convIDs.Unlock()
 		skip, _ := req.Lookup("options", "skipEmptyExchange").BooleanOK()
-		c.sasl = &saslConv{id: id, mech: mech, db: db, conv: srv.NewConversation(), skipLast: skip}
+		c.sasl = &saslConv{id: id, mech: mech, db: db, conv: conv, skipLast: skip}
 	}
 	s := c.sasl
 	if s == nil {

@@ -49,7 +49,7 @@ func (n *Node) dialPeer(host string, timeout time.Duration) (*peerConn, error) {
 	}
 	p := &peerConn{nc: nc, br: bufio.NewReader(nc)}
 	if n.keyFile != "" {
-		if err := p.auth(n.keyFile, time.Now().Add(timeout)); err != nil {
+		if err := p.authInternal(n.keys, time.Now().Add(timeout)); err != nil {
 			_ = nc.Close()
 			return nil, err
 		}

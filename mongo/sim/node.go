@@ -41,7 +41,11 @@ type Node struct {
 	metrics   *serverMetrics
 	params    *paramStore
 	store     *Store
-	keyFile   string // internal-auth key (trimmed), empty without --keyFile
+	keyFile   string // first internal-auth key (trimmed), empty without --keyFile
+	// keys are all the keyfile's keys (one, or two while a key rotates):
+	// any of them opens __system@local; outgoing connections try them in
+	// order (internalAuth.go).
+	keys []string
 	tlsConf   *tls.Config
 	tlsSet    *tlsSettings
 	bindAddrs []net.IP // specific addresses we listen on (nil entries for all)
@@ -147,7 +151,7 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.keyFile = keys[0] // the first key authenticates outgoing connections
+		n.keyFile, n.keys = keys[0], keys
 	}
 	if cfg.TLSMode == "requireTLS" || cfg.TLSMode == "preferTLS" || cfg.TLSMode == "allowTLS" {
 		ts, err := newTLSSettings(cfg)
