@@ -45,7 +45,7 @@ type Node struct {
 	// keys are all the keyfile's keys (one, or two while a key rotates):
 	// any of them opens __system@local; outgoing connections try them in
 	// order (internalAuth.go).
-	keys []string
+	keys      []string
 	tlsConf   *tls.Config
 	tlsSet    *tlsSettings
 	bindAddrs []net.IP // specific addresses we listen on (nil entries for all)
