@@ -82,6 +82,9 @@ type Observation struct {
 	ForceAnnotation string
 	// ReinitiateApproval is the value of ReinitiateAnnotation ("" when none).
 	ReinitiateApproval string
+	// External is each member's external address by pod name, with
+	// spec.externalAccess (decide_external.go); nil without it.
+	External map[string]ExternalObserved
 	// Mongod is each answering member's runtime options that the spec sets,
 	// by host; nil when it sets none (decide_config.go).
 	Mongod map[string]MongodView

@@ -129,6 +129,9 @@ type State struct {
 	ConfigRole bool `json:"configRole,omitempty"`
 	// TLS is the spec.tls the members run or step to (decide_tls.go).
 	TLS TLSRoll `json:"tls,omitzero"`
+	// External is the members' external addresses last recorded (nil
+	// without spec.externalAccess; decide_external.go).
+	External *ExternalView `json:"external,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -150,6 +153,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldStorage(s, e)
 	s = foldConfig(s, e)
 	s = foldTLS(s, e)
+	s = foldExternal(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused
