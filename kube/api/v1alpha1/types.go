@@ -30,6 +30,7 @@ import (
 // +kubebuilder:printcolumn:name="FCV",type=string,JSONPath=`.status.featureCompatibilityVersion`,priority=1,description="The replica set's featureCompatibilityVersion"
 // +kubebuilder:printcolumn:name="Cache",type=string,JSONPath=`.spec.config.wiredTigerCacheSizeGB`,priority=1,description="WiredTiger cache size in GB (spec.config)"
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=1,description="Each member's volume size"
+// +kubebuilder:printcolumn:name="External",type=string,JSONPath=`.status.externalConnectionString`,priority=1,description="The connection string for clients outside the cluster (spec.externalAccess)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Mgors struct {
 	metav1.TypeMeta   `json:",inline"`
