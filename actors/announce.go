@@ -46,6 +46,8 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 			reason = msg
 			c.deps.World.Event(c.mgors, false, "ConfigChanged", msg)
 		}
+	case ExternalAddressesChanged:
+		c.deps.World.Event(c.mgors, e.Missing != "", "ExternalAddresses", externalMessage(e))
 	case ActionFinished:
 		if e.Action == ActApplyConfig && before.InFlight != nil {
 			c.deps.World.Event(c.mgors, false, "ConfigApplied", fmt.Sprintf("%s: %s", e.Target, before.InFlight.Reason))

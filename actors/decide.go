@@ -146,6 +146,7 @@ func Decide(s State, in Inputs) Decision {
 	}
 	d.versionChange()
 	d.configChange()
+	d.external()
 	if d.tlsChange() || d.certificate() || d.keyfile() {
 		return d.out // the observation predates the step's objects
 	}

@@ -87,6 +87,9 @@ type Observation struct {
 	// KeyfileKeys are the fingerprints of the keyfile Secret's keys, in
 	// order (kube.KeyFingerprint); nil when it could not be read.
 	KeyfileKeys []string
+	// External is each member's external address by pod name, with
+	// spec.externalAccess (decide_external.go); nil without it.
+	External map[string]ExternalObserved
 	// Mongod is each answering member's runtime options that the spec sets,
 	// by host; nil when it sets none (decide_config.go).
 	Mongod map[string]MongodView

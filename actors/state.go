@@ -132,6 +132,9 @@ type State struct {
 	// Keyfile is the keyfile rotation under way, and the step the objects
 	// name (decide_keyfile.go).
 	Keyfile KeyfileRoll `json:"keyfile,omitzero"`
+	// External is the members' external addresses last recorded (nil
+	// without spec.externalAccess; decide_external.go).
+	External *ExternalView `json:"external,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -154,6 +157,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldConfig(s, e)
 	s = foldTLS(s, e)
 	s = foldKeyfile(s, e)
+	s = foldExternal(s, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

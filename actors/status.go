@@ -20,16 +20,17 @@ import (
 // the status writer keeps lastTransitionTime when a condition does not change.
 func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain string) v1alpha1.MgorsStatus {
 	st := v1alpha1.MgorsStatus{
-		Phase:              s.Phase,
-		ObservedGeneration: s.Generation,
-		Primary:            podName(s.View, s.View.Primary),
-		ReplicaSetName:     m.ReplSetName(),
-		ConfigVersion:      s.View.ConfigVersion,
-		ConfigTerm:         s.View.ConfigTerm,
-		EventLog:           v1alpha1.EventLogPosition{Sequence: s.Seq, Store: store},
-		Replicas:           max(o.Replicas, 0),
-		Selector:           "app.kubernetes.io/instance=" + m.Name + ",app.kubernetes.io/component=member",
-		ConnectionString:   kube.ConnectionString(connectable(m, s), clusterDomain),
+		Phase:                    s.Phase,
+		ObservedGeneration:       s.Generation,
+		Primary:                  podName(s.View, s.View.Primary),
+		ReplicaSetName:           m.ReplSetName(),
+		ConfigVersion:            s.View.ConfigVersion,
+		ConfigTerm:               s.View.ConfigTerm,
+		EventLog:                 v1alpha1.EventLogPosition{Sequence: s.Seq, Store: store},
+		Replicas:                 max(o.Replicas, 0),
+		Selector:                 "app.kubernetes.io/instance=" + m.Name + ",app.kubernetes.io/component=member",
+		ConnectionString:         kube.ConnectionString(connectable(m, s), clusterDomain),
+		ExternalConnectionString: externalConnectionString(m, s),
 	}
 	st.Version, st.FeatureCompatibilityVersion = runningVersions(s.Versions), s.Versions.FCV
 	healthy := int32(0)

@@ -282,6 +282,7 @@ func (w *KubeWorld) observeObjects(m *v1alpha1.Mgors, o *Observation) error {
 		pdbErr,
 		get("StatefulSet "+m.Name, stsErr),
 		arbErr,
+		w.observeExternal(m, o, &missing),
 	)
 	if apierrors.IsNotFound(stsErr) {
 		sts = nil
@@ -469,6 +470,9 @@ func (w *KubeWorld) ensureObjects(ctx context.Context, m *v1alpha1.Mgors) error 
 		if _, err := w.Applier.EnsureStatefulSet(ctx, kube.ArbiterStatefulSet(m)); err != nil {
 			return err
 		}
+	}
+	if err := w.ensureExternal(ctx, m); err != nil {
+		return err
 	}
 	return lost
 }

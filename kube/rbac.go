@@ -36,8 +36,8 @@ var Permissions = []Permission{
 	{Group: "mgors.io", Resource: "mgorses/status", Verbs: []string{"update"}, Where: "StatusWriter"},
 	{Group: "apps", Resource: "statefulsets", Verbs: []string{"get", "list", "watch", "create", "update", "delete"},
 		Where: "Informers (list, watch), Applier.EnsureStatefulSet and ScaleStatefulSet, DeleteStatefulSet (the arbiters')"},
-	{Resource: "services", Verbs: []string{"get", "list", "watch", "create", "update"},
-		Where: "Informers (list, watch), Applier.EnsureService"},
+	{Resource: "services", Verbs: []string{"get", "list", "watch", "create", "update", "delete"},
+		Where: "Informers (list, watch), Applier.EnsureService and EnsureExternalService, DeleteExternalService (spec.externalAccess)"},
 	{Resource: "secrets", Verbs: []string{"get", "list", "watch", "create", "patch"},
 		Where: "Informers (list, watch: without data), Informers.SecretData (get, once per resourceVersion), " +
 			"Applier.ensureSecret and Secret (get, create), ProtectSecret and ReleaseSecret (patch: the finalizer), " +

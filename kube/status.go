@@ -86,7 +86,7 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 		if equality.Semantic.DeepEqual(cur.Status, next.Status) {
 			return nil
 		}
-		if hasCredentials(next.Status.ConnectionString) {
+		if hasCredentials(next.Status.ConnectionString) || hasCredentials(next.Status.ExternalConnectionString) {
 			return ErrCredentialsInStatus
 		}
 		uctx, cancel := context.WithTimeout(ctx, timeout)

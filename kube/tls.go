@@ -75,7 +75,10 @@ func IssuerSecretName(m *v1alpha1.Mgors) string { return m.Name + "-ca" }
 // each form the cluster's DNS answers (pod.service.ns.svc.domain,
 // pod.service.ns.svc, pod.service.ns, pod.service), for every member and
 // arbiter of the spec, and the same forms with a wildcard for the pod so a
-// member added later is covered by the same certificate.
+// member added later is covered by the same certificate; and the external
+// DNS names spec.externalAccess.members gives (a load balancer's host name
+// is not known when the certificate is issued: name it there to have it in
+// the certificate).
 func MemberDNSNames(m *v1alpha1.Mgors, clusterDomain string) []string {
 	if clusterDomain == "" {
 		clusterDomain = defaultDomain
@@ -101,6 +104,7 @@ func MemberDNSNames(m *v1alpha1.Mgors, clusterDomain string) []string {
 			names = append(names, p+"."+s)
 		}
 	}
+	names = append(names, ExternalHosts(m)...) // spec.externalAccess.members: clients send them as SNI
 	return append(names, "localhost")
 }
 

@@ -28,6 +28,10 @@ type DesiredMember struct {
 	Hidden bool
 	// Tags are the member's replica-set tags.
 	Tags map[string]string
+	// Horizons are the member's split-horizon addresses, {name: "host:port"}
+	// (spec.externalAccess); nil for none. Desired leaves them nil: the
+	// actor fills them in from the observed external addresses.
+	Horizons map[string]string
 }
 
 // ArbiterName is the arbiter's pod name, "<name>-arbiter-0": a StatefulSet of
@@ -168,6 +172,7 @@ func memberFor(id int, d DesiredMember) Member {
 	} else if len(d.Tags) > 0 {
 		m.Tags = maps.Clone(d.Tags)
 	}
+	m.setHorizons(d.Horizons)
 	return m
 }
 

@@ -38,6 +38,8 @@ const (
 	ChangeTags Kind = "ChangeTags"
 	// UpdateSettings changes the settings the spec sets.
 	UpdateSettings Kind = "UpdateSettings"
+	// ChangeHorizons sets every member's horizons at once (horizons.go).
+	ChangeHorizons Kind = "ChangeHorizons"
 )
 
 // Step is the one next move toward the desired membership.
@@ -104,6 +106,9 @@ func (h Hosts) Has(host string) bool { return h[NormalizeHost(host)] }
 //     vote also sets priority 0, as mongod requires.
 //  4. Change hidden, priority and tags, one member and one field per step.
 //  5. Change the settings the spec sets (unset settings are left alone).
+//  6. Change the members' horizons, all members in one reconfig (mongod
+//     requires the same horizon names on every member). While the config
+//     has horizons, a member joins only with its own (rule 2 waits).
 //
 // A candidate step is taken only if its config passes Validate, changes at
 // most one voting member, and keeps the primary electable; when only the
@@ -119,7 +124,7 @@ func Plan(current Config, status *Status, desired []DesiredMember, reachable Hos
 	if status != nil && status.Primary() == nil {
 		return Step{Kind: Wait, Reason: "no member is PRIMARY: a reconfig needs one (MajorityLost tells whether one can be elected)"}
 	}
-	for _, gen := range []func() []Step{p.removals, p.additions, p.voteChanges, p.memberChanges, func() []Step { return p.settingsChange(settings) }} {
+	for _, gen := range []func() []Step{p.removals, p.additions, p.voteChanges, p.memberChanges, func() []Step { return p.settingsChange(settings) }, p.horizonChange} {
 		for _, cand := range gen() {
 			if s, ok := p.admit(cand); ok {
 				return s
@@ -242,6 +247,10 @@ func (p *planner) additions() []Step {
 		}
 		if !p.reachable.Has(d.Host) {
 			p.wait("%s does not answer yet", d.Host)
+			continue
+		}
+		if p.cur.hasHorizons() && len(d.Horizons) == 0 {
+			p.wait("%s joins once its external address is known: the config's members have horizons, and mongod requires them of every member", d.Host)
 			continue
 		}
 		m := memberFor(p.freeID(d), d)

@@ -30,6 +30,7 @@ import (
 // +kubebuilder:printcolumn:name="FCV",type=string,JSONPath=`.status.featureCompatibilityVersion`,priority=1,description="The replica set's featureCompatibilityVersion"
 // +kubebuilder:printcolumn:name="Cache",type=string,JSONPath=`.spec.config.wiredTigerCacheSizeGB`,priority=1,description="WiredTiger cache size in GB (spec.config)"
 // +kubebuilder:printcolumn:name="Storage",type=string,JSONPath=`.spec.storage.size`,priority=1,description="Each member's volume size"
+// +kubebuilder:printcolumn:name="External",type=string,JSONPath=`.status.externalConnectionString`,priority=1,description="The connection string for clients outside the cluster (spec.externalAccess)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Mgors struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -60,6 +61,8 @@ type MgorsList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.arbiters) || self.arbiters == 0 || self.members >= 2",message="spec.arbiters needs at least 2 data-bearing spec.members"
 // +kubebuilder:validation:XValidation:rule="!has(self.memberOptions) || self.memberOptions.exists(m, !has(m.priority) || m.priority > 0) || self.memberOptions.size() < self.members",message="spec.memberOptions must leave at least one member electable (priority > 0)"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.tls) || has(self.tls) || (has(oldSelf.tls.mode) && oldSelf.tls.mode == 'allowTLS')",message="spec.tls can be removed only when spec.tls.mode is allowTLS: step the mode down first (requireTLS, preferTLS, allowTLS), so clients move to plain connections while members still serve both"
+// +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || has(self.tls)",message="spec.externalAccess needs spec.tls: MongoDB chooses a client's horizon by the TLS SNI name it connects with, so without TLS outside clients would be told the internal member names"
+// +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || !has(self.externalAccess.members) || self.externalAccess.members.all(e, e.ordinal < self.members)",message="spec.externalAccess.members[].ordinal must be less than spec.members"
 type MgorsSpec struct {
 	// Members is the number of data-bearing members of the replica set. The
 	// operator grows and shrinks the set one member at a time, and never lets a
@@ -153,6 +156,12 @@ type MgorsSpec struct {
 	// TLS turns on TLS for client and member traffic.
 	// +optional
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// ExternalAccess exposes each member outside the cluster through a
+	// Service of its own and gives the replica set a split horizon with the
+	// members' external names (types_external.go). It needs spec.tls.
+	// +optional
+	ExternalAccess *ExternalAccessSpec `json:"externalAccess,omitempty"`
 
 	// Config is a validated subset of mongod's options: the WiredTiger cache
 	// size, the profiler and server parameters. Options mongod reads only at
@@ -529,6 +538,11 @@ type MgorsStatus struct {
 	// ConnectionString is a mongodb:// URI of the replica set without credentials.
 	// +optional
 	ConnectionString string `json:"connectionString,omitempty"`
+	// ExternalConnectionString is a mongodb:// URI of the members' external
+	// addresses (spec.externalAccess) without credentials, set once every
+	// data member has one and the config carries them as its horizon.
+	// +optional
+	ExternalConnectionString string `json:"externalConnectionString,omitempty"`
 
 	// Version is the MongoDB versions the members run, as their buildInfo
 	// reports them (several, comma-separated, during a roll).

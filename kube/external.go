@@ -1,0 +1,181 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net"
+	"strconv"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+)
+
+// ComponentExternal marks the per-member Services of spec.externalAccess.
+const ComponentExternal = "external"
+
+// ExternalServiceName is the Service that exposes one member pod outside
+// the cluster: "<pod>-external" (the data members' <name>-<ordinal>, the
+// arbiter's <name>-arbiter-0).
+func ExternalServiceName(pod string) string { return pod + "-external" }
+
+// ExternalService exposes one member pod (selected by the StatefulSet's
+// pod-name label) through a Service of spec.externalAccess.type. It
+// publishes the pod while it is not ready, as the headless Service does:
+// a member that is not ready is still a host of the config.
+func ExternalService(m *v1alpha1.Mgors, pod string) *corev1.Service {
+	meta := objectMeta(m, ExternalServiceName(pod), ComponentExternal)
+	typ := corev1.ServiceTypeLoadBalancer
+	if e := m.Spec.ExternalAccess; e != nil {
+		if e.Type != "" {
+			typ = corev1.ServiceType(e.Type)
+		}
+		meta.Annotations = maps.Clone(e.ServiceAnnotations)
+	}
+	return &corev1.Service{
+		ObjectMeta: meta,
+		Spec: corev1.ServiceSpec{
+			Type:                     typ,
+			PublishNotReadyAddresses: true,
+			Selector:                 map[string]string{appsv1.StatefulSetPodNameLabel: pod},
+			Ports: []corev1.ServicePort{{
+				Name:       PortName,
+				Port:       v1alpha1.MongoPort,
+				TargetPort: intstr.FromString(PortName),
+				Protocol:   corev1.ProtocolTCP,
+			}},
+		},
+	}
+}
+
+// EnsureExternalService creates or updates a per-member Service: its type,
+// selector, ports and annotations change in place (the API server keeps
+// the cluster IP and allocates or frees the node port).
+func (a *Applier) EnsureExternalService(ctx context.Context, desired *corev1.Service) (bool, error) {
+	return ensure(ctx, a, a.Client.CoreV1().Services(desired.Namespace), "Service", desired,
+		func(cur, next *corev1.Service) (bool, error) {
+			diff := false
+			if cur.Spec.Type != desired.Spec.Type {
+				next.Spec.Type = desired.Spec.Type
+				if desired.Spec.Type == corev1.ServiceTypeClusterIP {
+					for i := range next.Spec.Ports {
+						next.Spec.Ports[i].NodePort = 0 // a ClusterIP Service has none
+					}
+					next.Spec.ExternalTrafficPolicy = ""
+					next.Spec.AllocateLoadBalancerNodePorts = nil
+				}
+				diff = true
+			}
+			if !maps.Equal(cur.Spec.Selector, desired.Spec.Selector) {
+				next.Spec.Selector = maps.Clone(desired.Spec.Selector)
+				diff = true
+			}
+			if len(cur.Spec.Ports) != len(desired.Spec.Ports) || !equality.Semantic.DeepDerivative(desired.Spec.Ports, cur.Spec.Ports) {
+				next.Spec.Ports = desired.Spec.Ports
+				diff = true
+			}
+			if cur.Spec.PublishNotReadyAddresses != desired.Spec.PublishNotReadyAddresses {
+				next.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+				diff = true
+			}
+			for k, v := range desired.Annotations {
+				if cur.Annotations[k] != v {
+					if next.Annotations == nil {
+						next.Annotations = map[string]string{}
+					}
+					next.Annotations[k] = v
+					diff = true
+				}
+			}
+			return diff, nil
+		})
+}
+
+// DeleteExternalService deletes a per-member Service of m (a member scaled
+// away, or spec.externalAccess removed), preconditioned on the UID read.
+// One already gone is success; one not controlled by m is refused.
+func (a *Applier) DeleteExternalService(ctx context.Context, m *v1alpha1.Mgors, name string) error {
+	c := a.Client.CoreV1().Services(m.Namespace)
+	cctx, cancel := a.call(ctx)
+	cur, err := c.Get(cctx, name, metav1.GetOptions{})
+	cancel()
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return err
+	case !OwnedBy(cur, m):
+		return &NotOwned{Kind: "Service", Name: name}
+	case cur.DeletionTimestamp != nil:
+		return nil
+	}
+	dctx, dcancel := a.call(ctx)
+	defer dcancel()
+	err = c.Delete(dctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ExternalAddress is the external "host:port" of a member: explicit (from
+// spec.externalAccess.members, "host" taking the Service's port) or the
+// LoadBalancer's ingress host name. IP addresses are not addresses here:
+// mongod refuses them in horizons (TLS SNI carries DNS names only). It
+// returns "" and why when there is none yet.
+func ExternalAddress(explicit string, svc *corev1.Service) (string, string) {
+	port := int32(v1alpha1.MongoPort)
+	if svc != nil && svc.Spec.Type == corev1.ServiceTypeNodePort {
+		port = 0
+		if len(svc.Spec.Ports) > 0 {
+			port = svc.Spec.Ports[0].NodePort
+		}
+	}
+	if explicit != "" {
+		if _, _, err := net.SplitHostPort(explicit); err == nil {
+			return explicit, ""
+		}
+		if port == 0 {
+			return "", "its NodePort Service has no node port yet"
+		}
+		return net.JoinHostPort(explicit, strconv.Itoa(int(port))), ""
+	}
+	if svc == nil {
+		return "", "its Service does not exist yet"
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		return "", fmt.Sprintf("a %s Service gives no DNS name: name it in spec.externalAccess.members (mongod refuses IP addresses in horizons)", svc.Spec.Type)
+	}
+	for _, in := range svc.Status.LoadBalancer.Ingress {
+		if in.Hostname != "" {
+			return net.JoinHostPort(in.Hostname, strconv.Itoa(int(port))), ""
+		}
+	}
+	if len(svc.Status.LoadBalancer.Ingress) > 0 {
+		return "", "its load balancer has an IP address and no host name: name it in spec.externalAccess.members (mongod refuses IP addresses in horizons)"
+	}
+	return "", "its load balancer has no address yet"
+}
+
+// ExternalHosts are the DNS names of m's explicit external addresses, for
+// the members' certificate (tls.go).
+func ExternalHosts(m *v1alpha1.Mgors) []string {
+	if m.Spec.ExternalAccess == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range m.Spec.ExternalAccess.Members {
+		h := e.Host
+		if host, _, err := net.SplitHostPort(e.Host); err == nil {
+			h = host
+		}
+		out = append(out, h)
+	}
+	return out
+}
