@@ -78,13 +78,13 @@ func TestPlanHorizonsMixedNamesWait(t *testing.T) {
 
 // While the config has horizons, a member without its own does not join.
 func TestPlanAdditionWaitsForHorizon(t *testing.T) {
-	c, st, desired, reach := horizonSet(t)
+	c, st, desired, _ := horizonSet(t)
 	for i := range c.Members {
 		c.Members[i].setHorizons(map[string]string{"external": string(rune('a'+i)) + ".example.com:27017"})
 		desired[i].Horizons = c.Members[i].Horizons()
 	}
 	desired = append(desired, DesiredMember{Ordinal: 3, Host: "d:27017", Votes: 1, Priority: 1})
-	reach = NewHosts("a:27017", "b:27017", "c:27017", "d:27017")
+	reach := NewHosts("a:27017", "b:27017", "c:27017", "d:27017")
 	s := Plan(c, st, desired, reach, v1alpha1.ReplicaSetSettings{})
 	if s.Kind != Wait || !strings.Contains(s.Reason, "external address") {
 		t.Fatalf("%s (%s), want a Wait for d's address", s.Kind, s.Reason)
