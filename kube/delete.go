@@ -18,7 +18,20 @@ import (
 // already gone or being deleted is success; one not controlled by m is
 // refused (NotOwned). Volume claims are never touched here.
 func (a *Applier) DeleteStatefulSet(ctx context.Context, m *v1alpha1.Mgors, name string) error {
-	c := a.Client.AppsV1().StatefulSets(m.Namespace)
+	return deleteControlled(ctx, a, a.Client.AppsV1().StatefulSets(m.Namespace), m, "StatefulSet", name,
+		metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
+}
+
+// getDeleter is the part of a typed client deleteControlled uses.
+type getDeleter[T metav1.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+}
+
+// deleteControlled deletes m's object name of kind, preconditioned on the
+// UID read, so it never removes a newer object. One already gone or being
+// deleted is success; one not controlled by m is refused (NotOwned).
+func deleteControlled[T metav1.Object](ctx context.Context, a *Applier, c getDeleter[T], m *v1alpha1.Mgors, kind, name string, opts metav1.DeleteOptions) error {
 	cctx, cancel := a.call(ctx)
 	cur, err := c.Get(cctx, name, metav1.GetOptions{})
 	cancel()
@@ -28,16 +41,15 @@ func (a *Applier) DeleteStatefulSet(ctx context.Context, m *v1alpha1.Mgors, name
 	case err != nil:
 		return err
 	case !OwnedBy(cur, m):
-		return &NotOwned{Kind: "StatefulSet", Name: name}
-	case cur.DeletionTimestamp != nil:
+		return &NotOwned{Kind: kind, Name: name}
+	case cur.GetDeletionTimestamp() != nil:
 		return nil
 	}
 	dctx, dcancel := a.call(ctx)
 	defer dcancel()
-	err = c.Delete(dctx, name, metav1.DeleteOptions{
-		PropagationPolicy: ptr.To(metav1.DeletePropagationBackground),
-		Preconditions:     &metav1.Preconditions{UID: &cur.UID},
-	})
+	uid := cur.GetUID()
+	opts.Preconditions = &metav1.Preconditions{UID: &uid}
+	err = c.Delete(dctx, name, opts)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

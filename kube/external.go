@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -101,27 +100,7 @@ func (a *Applier) EnsureExternalService(ctx context.Context, desired *corev1.Ser
 // away, or spec.externalAccess removed), preconditioned on the UID read.
 // One already gone is success; one not controlled by m is refused.
 func (a *Applier) DeleteExternalService(ctx context.Context, m *v1alpha1.Mgors, name string) error {
-	c := a.Client.CoreV1().Services(m.Namespace)
-	cctx, cancel := a.call(ctx)
-	cur, err := c.Get(cctx, name, metav1.GetOptions{})
-	cancel()
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil
-	case err != nil:
-		return err
-	case !OwnedBy(cur, m):
-		return &NotOwned{Kind: "Service", Name: name}
-	case cur.DeletionTimestamp != nil:
-		return nil
-	}
-	dctx, dcancel := a.call(ctx)
-	defer dcancel()
-	err = c.Delete(dctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &cur.UID}})
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	return err
+	return deleteControlled(ctx, a, a.Client.CoreV1().Services(m.Namespace), m, "Service", name, metav1.DeleteOptions{})
 }
 
 // ExternalAddress is the external "host:port" of a member: explicit (from
