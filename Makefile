@@ -24,7 +24,10 @@ GOTESTSUM := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)
 # Test flags: TEST_PKGS narrows `make test`, TEST_FLAGS sets go test flags. Every
 # test runs under the race detector (mongod-sim's tests then build mongod-sim with it
 # too, and fail on any race it reports); TEST_FLAGS= turns it off.
-TEST_PKGS ?= ./...
+# The three packages that each start a local cluster and run for about 20 minutes
+# come first: go test runs two test binaries at a time (-p is the number of cores),
+# in the order given, so they start early and the short packages fill in beside them.
+TEST_PKGS ?= ./test/e2e/... ./test/localkube/cluster/... ./test/recovery/... ./...
 TEST_FLAGS ?= -race
 TEST_TIMEOUT ?= 50m
 

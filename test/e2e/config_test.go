@@ -103,12 +103,7 @@ func TestConfigRuntimeAndRestart(t *testing.T) {
 			return nil
 		})
 	}
-	desc := describe(t, env, m.Name)
-	for _, want := range []string{"ConfigChanged", "applied to the running members without a restart", "ConfigApplied", "needs a restart, members roll"} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("kubectl describe lacks %q:\n%s", want, desc)
-		}
-	}
+	describeWith(t, env, m.Name, "ConfigChanged", "applied to the running members without a restart", "ConfigApplied", "needs a restart, members roll")
 	if out := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgo", m.Name, "-o", "wide"); !strings.Contains(out, "CACHE") || !strings.Contains(out, "0.5") {
 		t.Errorf("kubectl get mgo -o wide shows no CACHE column of 0.5:\n%s", out)
 	}
@@ -117,8 +112,31 @@ func TestConfigRuntimeAndRestart(t *testing.T) {
 	}
 }
 
-func describe(t *testing.T, env *harness.Env, name string) string {
-	return mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", name)
+// describeWith is `kubectl describe mgors name` once it shows every one of
+// wants. Kubernetes Events are written after the fact (the recorder sends
+// them from a queue, and an event of the operator's next observation comes
+// after the world a test waited for), so it asks again for up to a minute
+// and then reports what is still missing.
+func describeWith(t *testing.T, env *harness.Env, name string, wants ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", name)
+		var missing []string
+		for _, want := range wants {
+			if !strings.Contains(desc, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			return desc
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("kubectl describe lacks %q after a minute:\n%s", missing, desc)
+			return desc
+		}
+		time.Sleep(time.Second)
+	}
 }
 
 // memberReader reads one member's options directly, as the admin user.

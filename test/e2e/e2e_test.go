@@ -259,12 +259,7 @@ func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
 	if !strings.Contains(out, "Healthy") || !strings.Contains(out, "3/3") || !strings.Contains(out, "demo-") {
 		t.Errorf("kubectl get mgo:\n%s", out)
 	}
-	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
-	for _, want := range []string{"PhaseChanged", "Initiated", "UserCreated"} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
-		}
-	}
+	describeWith(t, env, m.Name, "PhaseChanged", "Initiated", "UserCreated")
 	checkHealthMetrics(t, env, env.Namespace+"/"+m.Name)
 
 	// A spec change that needs new pods rolls them one at a time: never more

@@ -156,8 +156,5 @@ func TestKeyfileRotatedOnARunningSet(t *testing.T) {
 	if !inOrder || missed {
 		t.Fatalf("the event log's keyfile steps:\n%s\nwant:\n%s", strings.Join(steps, "\n"), strings.Join(want, "\n"))
 	}
-	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
-	if !strings.Contains(desc, "KeyfileRotated") {
-		t.Errorf("kubectl describe lacks the KeyfileRotated event:\n%s", desc)
-	}
+	describeWith(t, env, m.Name, "KeyfileRotated")
 }

@@ -91,12 +91,7 @@ func TestChangedPasswordsAreApplied(t *testing.T) {
 			t.Errorf("kubectl describe shows a password of %s", secret)
 		}
 	}
-	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
-	for _, want := range []string{"PasswordApplied", "AuthSwitched"} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
-		}
-	}
+	describeWith(t, env, m.Name, "PasswordApplied", "AuthSwitched")
 }
 
 // login is one SCRAM conversation as user with password on host.

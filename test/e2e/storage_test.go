@@ -80,12 +80,7 @@ func TestStorageGrowsWithoutRestarts(t *testing.T) {
 	if after := podRuns(t, env, m.Name); after != before {
 		t.Errorf("members restarted by the growth: before %s, after %s", before, after)
 	}
-	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
-	for _, want := range []string{"StorageGrowing", "VolumesExpanded", "StorageGrown"} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
-		}
-	}
+	describeWith(t, env, m.Name, "StorageGrowing", "VolumesExpanded", "StorageGrown")
 	if out := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgo", m.Name, "-o", "wide"); !strings.Contains(out, "STORAGE") || !strings.Contains(out, "2Gi") {
 		t.Errorf("kubectl get mgo -o wide shows no 2Gi STORAGE column:\n%s", out)
 	}

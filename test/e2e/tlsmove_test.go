@@ -138,12 +138,7 @@ func TestTLSTurnedOnAndOffForARunningSet(t *testing.T) {
 	if maxAway > 1 {
 		t.Errorf("a TLS step took %d members away at once", maxAway)
 	}
-	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
-	for _, want := range []string{"TLSStepStarted", "TLSStepFinished"} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
-		}
-	}
+	describeWith(t, env, m.Name, "TLSStepStarted", "TLSStepFinished")
 }
 
 // checkDocuments checks, through the status' connection string (with the CA of the

@@ -100,12 +100,7 @@ func TestUpgrade60To70(t *testing.T) {
 			time.Sleep(time.Second)
 		}
 	}
-	desc := mustKubectl(t, env, "", "-n", env.Namespace, "describe", "mgors", m.Name)
-	for _, want := range []string{"UpgradeStarted", "FCVSet", "UpgradeFinished"} {
-		if !strings.Contains(desc, want) {
-			t.Errorf("kubectl describe lacks the %s event:\n%s", want, desc)
-		}
-	}
+	describeWith(t, env, m.Name, "UpgradeStarted", "FCVSet", "UpgradeFinished")
 	if explain := mustKubectl(t, env, "", "explain", "mgors.spec.version"); !strings.Contains(explain, "featureCompatibilityVersion") {
 		t.Errorf("kubectl explain mgors.spec.version:\n%s", explain)
 	}
