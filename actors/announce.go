@@ -99,6 +99,10 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		why, msg, _ := keyfileAnnouncement(e)
 		reason = msg
 		c.deps.World.Event(c.mgors, false, why, msg)
+	case CARotationStarted, CARotationStep, CARotated, CATrustChanged:
+		why, msg, _ := caAnnouncement(e)
+		reason = msg
+		c.deps.World.Event(c.mgors, false, why, msg)
 	case StorageGrowing, VolumesExpanded, StorageGrown, StorageGrowthRefused:
 		why, msg, warning, _ := Announcement(e)
 		reason = msg

@@ -147,7 +147,7 @@ func Decide(s State, in Inputs) Decision {
 	d.versionChange()
 	d.configChange()
 	d.external()
-	if d.tlsChange() || d.certificate() || d.keyfile() {
+	if d.tlsChange() || d.certificate() || d.caRotation() || d.keyfile() {
 		return d.out // the observation predates the step's objects
 	}
 	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
@@ -223,6 +223,8 @@ func (d *decider) settleInFlight() {
 		done = o.Certificate != nil && o.Certificate.Version != f.SecretVersion
 	case ActRotateKeyfile:
 		done = d.keyfileSettled(f)
+	case ActRotateCA:
+		done = d.caSettled(f)
 	}
 	if !done {
 		d.emit(ActionFailed{Action: f.Action, Target: f.Target, Error: "interrupted: the operator stopped before the result, and the world does not show the effect"})
@@ -372,6 +374,9 @@ func (d *decider) unhealthy() string {
 	if why := d.keyfileUnfinished(); why != "" {
 		return why
 	}
+	if why := d.caUnfinished(); why != "" {
+		return why
+	}
 	return d.upgradeUnfinished()
 }
 
@@ -440,7 +445,7 @@ func (d *decider) recovering() {
 			Reason: fmt.Sprintf("members above ordinal %d left the config", want-1)})
 		return
 	}
-	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() || d.finishTLS() || d.finishKeyfile() {
+	if d.removeArbiters() || d.roll() || d.applyConfig() || d.finishUpgrade() || d.finishTLS() || d.finishKeyfile() || d.finishCA() {
 		return
 	}
 	if why := d.unhealthy(); why == "" {

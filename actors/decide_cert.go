@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mgors/operator/kube"
@@ -22,6 +23,13 @@ import (
 //     and the members restart onto it one at a time through the rolling
 //     restart. Members trust the CA, not the certificate: old and new work
 //     together during the roll.
+//  4. The CAs of the CA Secret's ca.crt are recorded with the certificate;
+//     when they change under running members (a CA rotation's step,
+//     decide_ca.go, or the user's issuer) the change is recorded
+//     (CATrustChanged, an Event) and the objects name them
+//     (kube.CABundleAnnotation): the members restart onto the new ca.crt
+//     one at a time. A log that predates the CAs records them with no
+//     restart (CertificateObserved).
 
 // CertificateView is the members' certificate as observed: never its key.
 type CertificateView struct {
@@ -32,6 +40,11 @@ type CertificateView struct {
 	NotBefore, NotAfter time.Time
 	// Issued is true when the operator issued it (and renews it).
 	Issued bool
+	// CAs are the fingerprints of the CAs of the CA Secret's ca.crt, in
+	// order (kube.CAs); IssuedBy is the one whose key signed the
+	// certificate, "" when none of them did.
+	CAs      []string
+	IssuedBy string
 }
 
 // certificate records the members' certificate and renews the one the
@@ -42,13 +55,16 @@ func (d *decider) certificate() bool {
 		return false
 	}
 	switch {
-	case t.Serial == "":
-		d.emit(CertificateObserved{Secret: c.Secret, Serial: c.Serial, NotAfter: c.NotAfter})
+	case t.Serial == "" || (t.CAs == nil && c.CAs != nil && c.Serial == t.Serial):
+		d.emit(CertificateObserved{Secret: c.Secret, Serial: c.Serial, NotAfter: c.NotAfter, CAs: c.CAs})
 		return false
 	case c.Serial != t.Serial:
-		d.emit(CertificateRenewed{Secret: c.Secret, From: t.Serial, Serial: c.Serial, NotAfter: c.NotAfter})
+		d.emit(CertificateRenewed{Secret: c.Secret, From: t.Serial, Serial: c.Serial, NotAfter: c.NotAfter, CAs: c.CAs})
 		return true // the observation predates the objects that name it
-	case !c.Issued || d.s.Phase != v1alpha1.PhaseHealthy || t.Stepping():
+	case c.CAs != nil && !slices.Equal(c.CAs, t.CAs):
+		d.emit(CATrustChanged{Secret: kube.CASecretName(d.in.Mgors), From: t.CAs, CAs: c.CAs})
+		return true
+	case !c.Issued || d.s.Phase != v1alpha1.PhaseHealthy || t.Stepping() || d.s.CA.Rotating():
 		return false
 	case !kube.RenewalDue(kube.Certificate{Serial: c.Serial, NotBefore: c.NotBefore, NotAfter: c.NotAfter}, d.in.Now):
 		return false

@@ -55,7 +55,7 @@ func (d *decider) keyfile() bool {
 				"spec.auth.keyfileSecretRef names the user's Secret %s, which the operator never writes: rotate it by hand "+
 					"(two keys, a rolling restart, then the new key alone)", d.in.Mgors.KeyfileSecretName())})
 			return false
-		case d.s.Phase != v1alpha1.PhaseHealthy || !d.s.Initiated || d.s.TLS.Stepping() || d.s.Upgrade != nil || o.KeyfileKeys == nil:
+		case d.s.Phase != v1alpha1.PhaseHealthy || !d.s.Initiated || d.s.TLS.Stepping() || d.s.CA.Rotating() || d.s.Upgrade != nil || o.KeyfileKeys == nil:
 			return false // it starts once the set is Healthy and nothing else rolls
 		case len(o.KeyfileKeys) != 1:
 			d.emit(ApprovalRefused{Annotation: RotateKeyfileAnnotation, Value: req, Reason: fmt.Sprintf(

@@ -43,7 +43,7 @@ func (d *decider) observe() {
 			d.emit(Initiated{Host: host, ConfigVersion: version, Found: true})
 		}
 	}
-	for _, key := range []string{ForceAnnotation, ReinitiateAnnotation, RotateKeyfileAnnotation} {
+	for _, key := range []string{ForceAnnotation, ReinitiateAnnotation, RotateKeyfileAnnotation, RotateCAAnnotation} {
 		if _, handled := d.s.Handled[key]; handled && annotation(o, key) == "" &&
 			(d.s.InFlight == nil || d.s.InFlight.Action != ActRemoveAnnotation) {
 			d.emit(ApprovalWithdrawn{Annotation: key})

@@ -198,6 +198,8 @@ func annotation(o Observation, key string) string {
 		return o.ReinitiateApproval
 	case RotateKeyfileAnnotation:
 		return o.RotateKeyfile
+	case RotateCAAnnotation:
+		return o.RotateCA
 	}
 	return ""
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -114,7 +115,7 @@ const PlainClientAnnotation = "mgors.io/operator-connects-plain"
 func runningTLS(m *v1alpha1.Mgors, s State) *v1alpha1.Mgors {
 	t := s.TLS
 	plain := t.Spec != nil && !t.ClientTLS()
-	pinned := t.Spec != nil && t.Renewed
+	pinned := t.Spec != nil && (t.Renewed || t.CAChanged)
 	if !t.Known || (reflect.DeepEqual(t.Spec, m.Spec.TLS) && !plain && !pinned) {
 		return m
 	}
@@ -129,8 +130,11 @@ func runningTLS(m *v1alpha1.Mgors, s State) *v1alpha1.Mgors {
 	if plain {
 		annotate(PlainClientAnnotation, "true")
 	}
-	if pinned {
+	if pinned && t.Renewed {
 		annotate(kube.CertificateSerialAnnotation, t.Serial)
+	}
+	if pinned && t.CAChanged {
+		annotate(kube.CABundleAnnotation, strings.Join(t.CAs, ","))
 	}
 	return out
 }

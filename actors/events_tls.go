@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -29,6 +30,13 @@ type TLSRoll struct {
 	// the objects then name Serial (kube.CertificateSerialAnnotation), so
 	// members restart onto each new one.
 	Renewed bool `json:"renewed,omitempty"`
+	// CAs are the fingerprints of the CAs the members trust (the CA
+	// Secret's ca.crt) as last recorded; nil in a log that predates them.
+	CAs []string `json:"cas,omitempty"`
+	// CAChanged is true once the CAs changed under running members: the
+	// objects then name CAs (kube.CABundleAnnotation), so members restart
+	// onto each new ca.crt.
+	CAChanged bool `json:"caChanged,omitempty"`
 }
 
 // Mode is the mode the objects are built with, "" for no TLS.
@@ -84,11 +92,13 @@ type TLSStepFinished struct {
 const ActRenewCertificate ActionKind = "RenewCertificate"
 
 // CertificateObserved records the members' certificate the first time it
-// is seen (at creation, or when TLS is turned on): the members start with it.
+// is seen (at creation, or when TLS is turned on): the members start with
+// it. It also records the CAs of a log that predates them, with no restart.
 type CertificateObserved struct {
 	Secret   string    `json:"secret"`
 	Serial   string    `json:"serial"`
 	NotAfter time.Time `json:"notAfter"`
+	CAs      []string  `json:"cas,omitempty"`
 }
 
 // CertificateRenewed records a new certificate in the certificate Secret
@@ -99,6 +109,9 @@ type CertificateRenewed struct {
 	From     string    `json:"from"`
 	Serial   string    `json:"serial"`
 	NotAfter time.Time `json:"notAfter"`
+	// CAs are the CAs trusted with it; a change from the recorded ones
+	// rolls too.
+	CAs []string `json:"cas,omitempty"`
 }
 
 func (TLSRecorded) Type() string         { return "TLSRecorded" }
@@ -125,12 +138,21 @@ func foldTLS(s State, e Event) State {
 	case TLSStepFinished:
 		s.TLS.Previous = e.Mode
 	case CertificateObserved:
-		s.TLS.Serial = e.Serial
+		s.TLS.Serial, s.TLS.CAs = e.Serial, e.CAs
 	case CertificateRenewed:
+		if s.TLS.CAs != nil && e.CAs != nil && !slices.Equal(s.TLS.CAs, e.CAs) {
+			s.TLS.CAChanged = true
+		}
 		s.TLS.Serial, s.TLS.Renewed = e.Serial, true
+		if e.CAs != nil {
+			s.TLS.CAs = e.CAs
+		}
+	case CATrustChanged:
+		s.TLS.CAs, s.TLS.CAChanged = e.CAs, true
 	}
 	if s.TLS.Spec == nil {
-		s.TLS.Serial, s.TLS.Renewed = "", false // TLS off: a certificate met later is a first one
+		// TLS off: a certificate met later is a first one
+		s.TLS.Serial, s.TLS.Renewed, s.TLS.CAs, s.TLS.CAChanged = "", false, nil, false
 	}
 	return s
 }

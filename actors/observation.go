@@ -84,6 +84,8 @@ type Observation struct {
 	ReinitiateApproval string
 	// RotateKeyfile is the value of RotateKeyfileAnnotation ("" when none).
 	RotateKeyfile string
+	// RotateCA is the value of RotateCAAnnotation ("" when none).
+	RotateCA string
 	// KeyfileKeys are the fingerprints of the keyfile Secret's keys, in
 	// order (kube.KeyFingerprint); nil when it could not be read.
 	KeyfileKeys []string

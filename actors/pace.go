@@ -42,9 +42,9 @@ func lookAgain(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration, no
 			return capped(max(until, quickly), interval)
 		}
 	}
-	// A keyfile rotation moves through Healthy between its steps, with no
-	// spec change or owned-object event to wake the actor for the next.
-	if s.Phase == v1alpha1.PhaseHealthy && !s.Keyfile.Rotating() || len(s.Problems) > 0 || s.LastFailure != nil {
+	// A keyfile or CA rotation moves through Healthy between its steps, with
+	// no spec change or owned-object event to wake the actor for the next.
+	if s.Phase == v1alpha1.PhaseHealthy && !s.Keyfile.Rotating() && !s.CA.Rotating() || len(s.Problems) > 0 || s.LastFailure != nil {
 		return 0
 	}
 	return capped(min(quickly<<min(quiet, 10), slowest), interval)

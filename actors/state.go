@@ -132,6 +132,9 @@ type State struct {
 	// Keyfile is the keyfile rotation under way, and the step the objects
 	// name (decide_keyfile.go).
 	Keyfile KeyfileRoll `json:"keyfile,omitzero"`
+	// CA is the rotation of the CA the operator keeps, under way
+	// (decide_ca.go).
+	CA CARoll `json:"ca,omitzero"`
 	// External is the members' external addresses last recorded (nil
 	// without spec.externalAccess; decide_external.go).
 	External *ExternalView `json:"external,omitempty"`
@@ -157,6 +160,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldConfig(s, e)
 	s = foldTLS(s, e)
 	s = foldKeyfile(s, e)
+	s = foldCA(s, e)
 	s = foldExternal(s, e)
 	switch e := e.(type) {
 	case SpecObserved:

@@ -141,7 +141,7 @@ func (w *KubeWorld) Forget(m *v1alpha1.Mgors) {
 func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mongo.DesiredMember, auth Auth) (Observation, error) {
 	o := Observation{Replicas: -1, ArbiterReplicas: -1, Budget: -1, Pods: map[string]PodView{}, Members: map[string]MemberView{},
 		ForceAnnotation: m.Annotations[ForceAnnotation], ReinitiateApproval: m.Annotations[ReinitiateAnnotation],
-		RotateKeyfile: m.Annotations[RotateKeyfileAnnotation]}
+		RotateKeyfile: m.Annotations[RotateKeyfileAnnotation], RotateCA: m.Annotations[RotateCAAnnotation]}
 	if err := w.awaitOwnWrite(ctx, m); err != nil {
 		return o, err
 	}
@@ -416,6 +416,8 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return w.actStorage(ctx, m, a)
 	case ActRotateKeyfile:
 		return w.Applier.RotateKeyfile(ctx, m, a.Step, a.From, a.To)
+	case ActRotateCA:
+		return w.Applier.RotateCA(ctx, m, w.ClusterDomain, a.Step, a.From, a.To)
 	case ActRenewCertificate: // m is Running: the spec.tls the members run
 		return w.Applier.RenewCertificate(ctx, m, w.ClusterDomain, a.Credential.SecretVersion)
 	case ActWipeMember:

@@ -83,19 +83,32 @@ func (w *KubeWorld) observeCertificate(ctx context.Context, m *v1alpha1.Mgors, o
 	if err != nil {
 		return fmt.Errorf("reading the certificate Secret %s: %w", name, err)
 	}
-	o.Certificate = certificateView(m, sec)
+	ca := sec
+	if caName := kube.CASecretName(m); caName != name {
+		if _, err := w.Cache.Secret(m.Namespace, caName); err != nil {
+			return nil //nolint:nilerr // missing: observeTLSSecrets counted it
+		}
+		if ca, err = w.Cache.SecretData(ctx, m.Namespace, caName); err != nil {
+			return fmt.Errorf("reading the CA Secret %s: %w", caName, err)
+		}
+	}
+	o.Certificate = certificateView(m, sec, ca)
 	return nil
 }
 
-// certificateView is what decisions need of the certificate Secret sec:
-// its version, the certificate's serial and life, whether the operator
-// issued it; nil when tls.crt cannot be read (EnsureObjects or the user's
-// Secret check says why).
-func certificateView(m *v1alpha1.Mgors, sec *corev1.Secret) *CertificateView {
+// certificateView is what decisions need of the certificate Secret sec and
+// the CA Secret ca (the same Secret unless spec.tls.caSecretRef names
+// one): its version, the certificate's serial and life, whether the
+// operator issued it, the CAs trusted and the one that issued it; nil when
+// tls.crt cannot be read (EnsureObjects or the user's Secret check says
+// why).
+func certificateView(m *v1alpha1.Mgors, sec, ca *corev1.Secret) *CertificateView {
 	c, err := kube.ParseCertificate(sec)
 	if err != nil {
 		return nil
 	}
+	_, cas := kube.CAs(ca.Data[kube.TLSCAKey])
 	return &CertificateView{Secret: sec.Name, Version: sec.ResourceVersion, Serial: c.Serial,
-		NotBefore: c.NotBefore, NotAfter: c.NotAfter, Issued: kube.IssuesCertificates(m)}
+		NotBefore: c.NotBefore, NotAfter: c.NotAfter, Issued: kube.IssuesCertificates(m),
+		CAs: cas, IssuedBy: kube.IssuedBy(sec, ca.Data[kube.TLSCAKey])}
 }

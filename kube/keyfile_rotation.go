@@ -2,8 +2,6 @@ package kube
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -45,10 +43,7 @@ func keyfileEnv(m *v1alpha1.Mgors) []corev1.EnvVar {
 
 // KeyFingerprint is a short public name of a key: the first 8 hexadecimal
 // digits of its SHA-256, for events and logs (never the key).
-func KeyFingerprint(key string) string {
-	h := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(h[:])[:8]
-}
+func KeyFingerprint(key string) string { return Fingerprint([]byte(key)) }
 
 // KeyfileKeys are the keys of a keyfile as mongod reads it: one YAML string
 // or a sequence of strings, whitespace inside a key dropped. The error never

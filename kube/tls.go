@@ -7,7 +7,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -16,8 +15,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
@@ -306,16 +303,7 @@ func (a *Applier) RenewCertificate(ctx context.Context, m *v1alpha1.Mgors, clust
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": resourceVersion},
-		"data": fresh.Data})
-	if err != nil {
-		return err
-	}
-	name := CertificateSecretName(m)
-	_, err = bounded(ctx, a, func(ctx context.Context) (*corev1.Secret, error) {
-		return a.Client.CoreV1().Secrets(m.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	})
-	return err
+	return a.patchSecretData(ctx, m.Namespace, CertificateSecretName(m), resourceVersion, fresh.Data)
 }
 
 // CertificateSerialAnnotation, on the copy of a Mgors the operator builds
@@ -327,9 +315,15 @@ func (a *Applier) RenewCertificate(ctx context.Context, m *v1alpha1.Mgors, clust
 const CertificateSerialAnnotation = "mgors.io/certificate-serial"
 
 func certificateEnv(m *v1alpha1.Mgors) []corev1.EnvVar {
-	serial := m.Annotations[CertificateSerialAnnotation]
-	if m.Spec.TLS == nil || serial == "" {
+	if m.Spec.TLS == nil {
 		return nil
 	}
-	return []corev1.EnvVar{{Name: "MGORS_CERTIFICATE_SERIAL", Value: serial}}
+	var env []corev1.EnvVar
+	if serial := m.Annotations[CertificateSerialAnnotation]; serial != "" {
+		env = append(env, corev1.EnvVar{Name: "MGORS_CERTIFICATE_SERIAL", Value: serial})
+	}
+	if cas := m.Annotations[CABundleAnnotation]; cas != "" {
+		env = append(env, corev1.EnvVar{Name: "MGORS_CA_BUNDLE", Value: cas})
+	}
+	return env
 }

@@ -147,6 +147,27 @@ func TestTLSTurnedOnAndOffForARunningSet(t *testing.T) {
 func checkDocuments(t *testing.T, env *harness.Env, m *v1alpha1.Mgors, withTLS bool, n int64) {
 	t.Helper()
 	ctx := context.Background()
+	c := adminClient(t, env, m, withTLS)
+	defer func() { _ = c.Disconnect(ctx) }()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got, err := c.Database("app").Collection("items").CountDocuments(ctx, bson.D{})
+		if err == nil && got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the set holds %d documents (%v), want %d", got, err, n)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// adminClient is a client of the status' connection string, as the admin
+// user, trusting the ca.crt of the certificate Secret when withTLS; writes
+// wait for a majority. The caller disconnects it.
+func adminClient(t *testing.T, env *harness.Env, m *v1alpha1.Mgors, withTLS bool) *driver.Client {
+	t.Helper()
+	ctx := context.Background()
 	sec, err := env.Client.CoreV1().Secrets(env.Namespace).Get(ctx, m.AdminSecretName(), metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -171,16 +192,5 @@ func checkDocuments(t *testing.T, env *harness.Env, m *v1alpha1.Mgors, withTLS b
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = c.Disconnect(ctx) }()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		got, err := c.Database("app").Collection("items").CountDocuments(ctx, bson.D{})
-		if err == nil && got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the set holds %d documents (%v), want %d", got, err, n)
-		}
-		time.Sleep(time.Second)
-	}
+	return c
 }

@@ -380,7 +380,7 @@ type TLSMode string
 
 // TLSSpec turns on TLS for client and member traffic.
 // +kubebuilder:validation:XValidation:rule="self.mode == oldSelf.mode || self.mode == 'preferTLS' || oldSelf.mode == 'preferTLS'",message="spec.tls.mode moves one step at a time: allowTLS, preferTLS, requireTLS (members are restarted one by one)"
-// +kubebuilder:validation:XValidation:rule="has(self.caSecretRef) == has(oldSelf.caSecretRef) && (!has(self.caSecretRef) || self.caSecretRef.name == oldSelf.caSecretRef.name)",message="spec.tls.caSecretRef cannot change while TLS is on: CA rotation is not built yet (members restarted one by one would not trust each other)"
+// +kubebuilder:validation:XValidation:rule="has(self.caSecretRef) == has(oldSelf.caSecretRef) && (!has(self.caSecretRef) || self.caSecretRef.name == oldSelf.caSecretRef.name)",message="spec.tls.caSecretRef cannot change while TLS is on: members restarted one by one would not trust each other; rotate the CA inside its Secret instead (ca.crt holding the old and the new CA, then certificates of the new one, then the new CA alone) or, for the operator's CA, annotate mgors.io/rotate-ca"
 type TLSSpec struct {
 	// Mode is mongod's --tlsMode: requireTLS (the default), preferTLS or allowTLS.
 	// +kubebuilder:default=requireTLS
