@@ -33,6 +33,7 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 		ExternalConnectionString: externalConnectionString(m, s),
 	}
 	st.Version, st.FeatureCompatibilityVersion = runningVersions(s.Versions), s.Versions.FCV
+	st.Rotations = rotations(s)
 	healthy := int32(0)
 	var primaryOptime mongo.OpTime
 	if o.Status != nil {
@@ -86,6 +87,9 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 		cond(v1alpha1.ConditionProgressing, true, string(s.InFlight.Action), nonEmpty(s.InFlight.Reason, string(s.InFlight.Action)))
 	case s.Phase != v1alpha1.PhaseHealthy:
 		cond(v1alpha1.ConditionProgressing, true, string(s.Phase), nonEmpty(s.PhaseReason, string(s.Phase)))
+	case len(st.Rotations) > 0: // Healthy between two steps of a rotation
+		r := st.Rotations[len(st.Rotations)-1]
+		cond(v1alpha1.ConditionProgressing, true, r.Kind+"Rotation", fmt.Sprintf("%s rotation %s, step %s: %s", r.Kind, r.Request, r.Step, r.Message))
 	default:
 		cond(v1alpha1.ConditionProgressing, false, "Stable", "nothing to change")
 	}

@@ -552,6 +552,13 @@ type MgorsStatus struct {
 	// FeatureCompatibilityVersion is the replica set's featureCompatibilityVersion.
 	// +optional
 	FeatureCompatibilityVersion string `json:"featureCompatibilityVersion,omitempty"`
+
+	// Rotations are the rotations of secrets and TLS under way (at most one
+	// of each kind), with their step.
+	// +kubebuilder:validation:MaxItems=3
+	// +listType=atomic
+	// +optional
+	Rotations []RotationStatus `json:"rotations,omitempty"`
 }
 
 // EventLogPosition is a position in a cluster's event log.
