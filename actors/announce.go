@@ -8,6 +8,23 @@ import (
 	"github.com/mgors/operator/actors/eventlog"
 )
 
+// Announcement is how an event of a procedure of several steps (TLS mode
+// steps and renewals, keyfile and CA rotations, storage growth) is told to
+// people: the reason and message of its Kubernetes Event (Warning when
+// warning), also the line `mgorsctl replay` prints. ok is false for other
+// events.
+func Announcement(e Event) (reason, message string, warning, ok bool) {
+	if reason, message, warning, ok = storageAnnouncement(e); ok {
+		return reason, message, warning, ok
+	}
+	for _, told := range []func(Event) (string, string, bool){tlsAnnouncement, keyfileAnnouncement, caAnnouncement} {
+		if reason, message, ok = told(e); ok {
+			return reason, message, false, true
+		}
+	}
+	return "", "", false, false
+}
+
 // announce writes the record's log line, Kubernetes Event and metrics.
 func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 	reason := ""
@@ -91,22 +108,11 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		c.deps.World.Event(c.mgors, false, "FCVSet", fmt.Sprintf("featureCompatibilityVersion %s → %s", e.From, e.To))
 	case UpgradeFinished:
 		c.deps.World.Event(c.mgors, false, "UpgradeFinished", fmt.Sprintf("every member runs %s, featureCompatibilityVersion %s", e.Version, e.FCV))
-	case TLSStepStarted, TLSStepFinished, CertificateRenewed:
-		why, msg, _ := tlsAnnouncement(e)
-		reason = msg
-		c.deps.World.Event(c.mgors, false, why, msg)
-	case KeyfileRotationStarted, KeyfileRotationStep, KeyfileRotated:
-		why, msg, _ := keyfileAnnouncement(e)
-		reason = msg
-		c.deps.World.Event(c.mgors, false, why, msg)
-	case CARotationStarted, CARotationStep, CARotated, CATrustChanged:
-		why, msg, _ := caAnnouncement(e)
-		reason = msg
-		c.deps.World.Event(c.mgors, false, why, msg)
-	case StorageGrowing, VolumesExpanded, StorageGrown, StorageGrowthRefused:
-		why, msg, warning, _ := Announcement(e)
-		reason = msg
-		c.deps.World.Event(c.mgors, warning, why, msg)
+	default:
+		if why, msg, warning, ok := Announcement(e); ok {
+			reason = msg
+			c.deps.World.Event(c.mgors, warning, why, msg)
+		}
 	}
 	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
 }

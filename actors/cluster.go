@@ -155,7 +155,27 @@ type cluster struct {
 	quiet     int  // observations in a row that wrote nothing
 	draining  bool // stop when the step under way ends (ClusterDrain)
 
-	wake *wakeup // nil unless the World is a Watcher (wake.go)
+	wake   *wakeup       // nil unless the World is a Watcher (wake.go)
+	status *statusWriter // shared with the producer, as latest
+}
+
+// statusWriter orders the status writes of a cluster, which run off the
+// mailbox: each write is numbered when the actor computes it, and one
+// started after a newer one is dropped, so a slow old write never
+// overwrites a newer status (it would stay until the next change, which a
+// quiet Healthy cluster may not have for a minute).
+type statusWriter struct {
+	mu      sync.Mutex // held during a write: writes never overlap
+	next    uint64     // the number of the last status computed
+	written uint64     // the number of the last status sent
+}
+
+// number numbers a status as it is computed, in the actor.
+func (w *statusWriter) number() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.next++
+	return w.next
 }
 
 // latestSpec is the newest Mgors an actor was sent, kept outside the actor so
@@ -183,14 +203,14 @@ func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
 	// The producer builds every incarnation of the actor (the first, and each
 	// restart by the supervisor) from the newest spec the actor was sent, never
 	// the one it was spawned with: a restart must not act on an old spec.
-	latest := &latestSpec{m: m.DeepCopy()}
+	latest, status := &latestSpec{m: m.DeepCopy()}, &statusWriter{}
 	var opts []actor.PropsOption
 	if deps.Mailbox != nil {
 		opts = append(opts, actor.WithMailbox(actor.Unbounded(deps.Mailbox(stream.Key()))))
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &cluster{
-			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(),
+			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(), status: status,
 			log: deps.Log.With().Str("cluster", stream.Key()).Str("uid", stream.UID).Logger(),
 		}
 	}, opts...)
@@ -463,9 +483,15 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 		return
 	}
 	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
-	deps, m, log := c.deps, c.mgors.DeepCopy(), c.log
+	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()
 	go func() {
 		defer recoverIn(log, "writing status")
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if n < w.written {
+			return // a newer status was sent already
+		}
+		w.written = n
 		if deps.mayWrite() != nil {
 			return // the fence stops the actor at its next append or action
 		}

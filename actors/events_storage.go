@@ -61,10 +61,9 @@ func init() {
 	register(StorageGrowthRefused{})
 }
 
-// Announcement is how a storage event is told to people: the reason and
-// message of its Kubernetes Event (Warning when warning), also the line
-// `mgorsctl replay` prints. ok is false for other events.
-func Announcement(e Event) (reason, message string, warning, ok bool) {
+// storageAnnouncement is the Kubernetes Event of a storage event: reason,
+// message, and whether it is a Warning.
+func storageAnnouncement(e Event) (reason, message string, warning, ok bool) {
 	switch e := e.(type) {
 	case StorageGrowing:
 		return e.Type(), fmt.Sprintf("spec.storage.size grew from %s to %s: expanding %s, then replacing the StatefulSet (pods orphaned and adopted, not restarted)",
