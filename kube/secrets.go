@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -100,4 +102,69 @@ func (a *Applier) patchFinalizer(ctx context.Context, m *v1alpha1.Mgors, name st
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// KeyfileSecret holds the members' shared key under "keyfile".
+func KeyfileSecret(m *v1alpha1.Mgors, key string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: secretMeta(m, m.KeyfileSecretName()),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{v1alpha1.KeyfileSecretKey: []byte(key)},
+	}
+}
+
+// AdminSecret holds the admin user's credentials under "username" and "password".
+func AdminSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: secretMeta(m, m.AdminSecretName()),
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			v1alpha1.AdminUsernameSecretKey: []byte(username),
+			v1alpha1.AdminPasswordSecretKey: []byte(password),
+		},
+	}
+}
+
+// OperatorSecret is the Secret of the operator's own user: same keys as the
+// admin Secret, same lifetime as the data it opens.
+func OperatorSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
+	s := AdminSecret(m, username, password)
+	s.ObjectMeta = secretMeta(m, m.OperatorSecretName())
+	return s
+}
+
+// secretMeta is the metadata of a generated Secret. Credentials live as long as
+// the data they open: with spec.storage.reclaim Retain (the default) the
+// volumes outlive the Mgors, so the Secrets do too (no owner reference), and a
+// Mgors re-created on those volumes finds the keyfile and admin password its
+// data was made with. With Delete they go with the Mgors, like the volumes.
+func secretMeta(m *v1alpha1.Mgors, name string) metav1.ObjectMeta {
+	meta := objectMeta(m, name, "")
+	if m.Spec.Storage.Reclaim != v1alpha1.VolumeDelete {
+		meta.OwnerReferences = nil
+	}
+	return meta
+}
+
+// keyfileBytes of randomness encode to 756 base64 characters, within the 6 to
+// 1024 characters of the base64 set that mongod accepts in a keyfile.
+const keyfileBytes = 567
+
+// GenerateKeyfile returns a new random keyfile: 756 base64 characters.
+func GenerateKeyfile() (string, error) {
+	b := make([]byte, keyfileBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a keyfile: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// GeneratePassword returns a new random password: 32 URL-safe characters
+// (192 bits), safe in a mongodb:// URI without escaping.
+func GeneratePassword() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
 }
