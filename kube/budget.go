@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"context"
+
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
@@ -40,4 +43,23 @@ func PodDisruptionBudget(m *v1alpha1.Mgors, minAvailable int32) *policyv1.PodDis
 			UnhealthyPodEvictionPolicy: ptr.To(policyv1.AlwaysAllow),
 		},
 	}
+}
+
+// EnsurePodDisruptionBudget creates or updates the budget: labels, selector,
+// minAvailable and the unhealthy-pod eviction policy.
+func (a *Applier) EnsurePodDisruptionBudget(ctx context.Context, desired *policyv1.PodDisruptionBudget) (bool, error) {
+	return ensure(ctx, a, a.Client.PolicyV1().PodDisruptionBudgets(desired.Namespace), "PodDisruptionBudget", desired,
+		func(cur, next *policyv1.PodDisruptionBudget) (bool, error) {
+			if equality.Semantic.DeepEqual(cur.Spec.Selector, desired.Spec.Selector) &&
+				equality.Semantic.DeepEqual(cur.Spec.MinAvailable, desired.Spec.MinAvailable) &&
+				equality.Semantic.DeepEqual(cur.Spec.MaxUnavailable, desired.Spec.MaxUnavailable) &&
+				equality.Semantic.DeepEqual(cur.Spec.UnhealthyPodEvictionPolicy, desired.Spec.UnhealthyPodEvictionPolicy) {
+				return false, nil
+			}
+			next.Spec.Selector = desired.Spec.Selector.DeepCopy()
+			next.Spec.MinAvailable = desired.Spec.MinAvailable
+			next.Spec.MaxUnavailable = desired.Spec.MaxUnavailable
+			next.Spec.UnhealthyPodEvictionPolicy = desired.Spec.UnhealthyPodEvictionPolicy
+			return true, nil
+		})
 }

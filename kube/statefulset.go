@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -9,8 +10,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -145,4 +149,202 @@ func PodSpecHash(spec *corev1.PodSpec) string {
 // restart. A pod without the annotation predates it and is outdated too.
 func PodOutdated(pod *corev1.Pod, set *appsv1.StatefulSet) bool {
 	return pod.Annotations[TemplateHashAnnotation] != set.Spec.Template.Annotations[TemplateHashAnnotation]
+}
+
+// EnsureStatefulSet creates the StatefulSet, or updates the fields that may
+// change in place: labels, update strategy, claim retention policy and the pod
+// template (which rolls no pod by itself: the strategy is OnDelete).
+//
+// Replicas are set on create only. Afterwards they belong to the actor through
+// ScaleStatefulSet, so that a desired object built from spec.members can never
+// jump the set by more than the one member the actor is adding or removing.
+//
+// The pod template is compared by its TemplateHashAnnotation (what we build)
+// and as a derivative of the existing one (hand edits of fields we set), so
+// the API server's defaults never look like a change.
+func (a *Applier) EnsureStatefulSet(ctx context.Context, desired *appsv1.StatefulSet) (bool, error) {
+	return ensure(ctx, a, a.Client.AppsV1().StatefulSets(desired.Namespace), "StatefulSet", desired,
+		func(cur, next *appsv1.StatefulSet) (bool, error) {
+			if field := immutableStatefulSetChange(cur, desired); field != "" {
+				return false, &ImmutableChange{Kind: "StatefulSet", Name: desired.Name, Field: field}
+			}
+			diff := false
+			if cur.Spec.UpdateStrategy.Type != desired.Spec.UpdateStrategy.Type {
+				next.Spec.UpdateStrategy = desired.Spec.UpdateStrategy
+				diff = true
+			}
+			if !equality.Semantic.DeepDerivative(desired.Spec.PersistentVolumeClaimRetentionPolicy, cur.Spec.PersistentVolumeClaimRetentionPolicy) {
+				next.Spec.PersistentVolumeClaimRetentionPolicy = desired.Spec.PersistentVolumeClaimRetentionPolicy
+				diff = true
+			}
+			if templateDiffers(&cur.Spec.Template, &desired.Spec.Template) {
+				next.Spec.Template = *desired.Spec.Template.DeepCopy()
+				diff = true
+			}
+			return diff, nil
+		})
+}
+
+func templateDiffers(cur, desired *corev1.PodTemplateSpec) bool {
+	if cur.Annotations[TemplateHashAnnotation] != desired.Annotations[TemplateHashAnnotation] {
+		return true
+	}
+	// Labels and annotations must match exactly: a label the user removed from
+	// spec.podLabels must go, and the API server adds none to a template.
+	if !maps.Equal(cur.Labels, desired.Labels) || !maps.Equal(cur.Annotations, desired.Annotations) {
+		return true
+	}
+	return !equality.Semantic.DeepDerivative(desired.Spec, cur.Spec)
+}
+
+// immutableStatefulSetChange names the first immutable field in which cur
+// differs from desired, or "".
+func immutableStatefulSetChange(cur, desired *appsv1.StatefulSet) string {
+	switch {
+	case !equality.Semantic.DeepEqual(cur.Spec.Selector, desired.Spec.Selector):
+		return "spec.selector"
+	case cur.Spec.ServiceName != desired.Spec.ServiceName:
+		return "spec.serviceName"
+	case cur.Spec.PodManagementPolicy != desired.Spec.PodManagementPolicy:
+		return "spec.podManagementPolicy"
+	case !claimsMatch(cur.Spec.VolumeClaimTemplates, desired.Spec.VolumeClaimTemplates):
+		return "spec.volumeClaimTemplates"
+	}
+	return ""
+}
+
+// claimsMatch compares the claim templates by what we set: names, access
+// modes, class and requested size (a grown spec.storage.size shows here).
+func claimsMatch(cur, desired []corev1.PersistentVolumeClaim) bool {
+	if len(cur) != len(desired) {
+		return false
+	}
+	for i := range desired {
+		d, c := desired[i], cur[i]
+		if d.Name != c.Name || !equality.Semantic.DeepEqual(d.Spec.AccessModes, c.Spec.AccessModes) ||
+			!ptr.Equal(d.Spec.StorageClassName, c.Spec.StorageClassName) ||
+			!equality.Semantic.DeepEqual(d.Spec.Resources.Requests, c.Spec.Resources.Requests) {
+			return false
+		}
+	}
+	return true
+}
+
+// ScaleStatefulSet sets the replicas of m's StatefulSet name (members or
+// arbiters). The actor calls it one member at a time, after the reconfig that
+// makes the step safe. It reports whether it wrote.
+func (a *Applier) ScaleStatefulSet(ctx context.Context, m *v1alpha1.Mgors, name string, replicas int32) (bool, error) {
+	c := a.Client.AppsV1().StatefulSets(m.Namespace)
+	changed := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		changed = false
+		cur, err := bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+			return c.Get(ctx, name, metav1.GetOptions{})
+		})
+		if err != nil {
+			return err
+		}
+		if !OwnedBy(cur, m) {
+			return &NotOwned{Kind: "StatefulSet", Name: name}
+		}
+		if cur.Spec.Replicas != nil && *cur.Spec.Replicas == replicas {
+			return nil
+		}
+		next := cur.DeepCopy()
+		next.Spec.Replicas = ptr.To(replicas)
+		_, err = bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+			return c.Update(ctx, next, metav1.UpdateOptions{})
+		})
+		changed = err == nil
+		return err
+	})
+	return changed, err
+}
+
+// ReplaceStatefulSet deletes m's StatefulSet with orphan propagation, leaving
+// its pods and volumes running, and creates desired in its place; the new
+// StatefulSet adopts the pods by their labels. This is how an immutable field
+// changes (a grown volume claim template after ExpandPVCs). The delete is
+// preconditioned on the UID read, so it never removes a newer object.
+//
+// The garbage collector orphans the pods before the old object goes, so the
+// create may find it still there: the result is then a Terminating error, and
+// the actor calls again. The new StatefulSet keeps the old one's replicas when
+// it still exists; desired must carry the current replicas for a later call.
+func (a *Applier) ReplaceStatefulSet(ctx context.Context, m *v1alpha1.Mgors, desired *appsv1.StatefulSet) error {
+	c := a.Client.AppsV1().StatefulSets(desired.Namespace)
+	terminating := &Terminating{Kind: "StatefulSet", Name: desired.Name}
+	cur, err := bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+		return c.Get(ctx, desired.Name, metav1.GetOptions{})
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return err
+	case !OwnedBy(cur, m):
+		return &NotOwned{Kind: "StatefulSet", Name: desired.Name}
+	case cur.DeletionTimestamp != nil:
+		return terminating
+	default:
+		next := desired.DeepCopy()
+		next.Spec.Replicas = cur.Spec.Replicas // replacing never scales
+		desired = next
+		_, err := bounded(ctx, a, func(ctx context.Context) (struct{}, error) {
+			return struct{}{}, c.Delete(ctx, desired.Name, metav1.DeleteOptions{
+				PropagationPolicy: ptr.To(metav1.DeletePropagationOrphan),
+				Preconditions:     &metav1.Preconditions{UID: &cur.UID},
+			})
+		})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	_, err = bounded(ctx, a, func(ctx context.Context) (*appsv1.StatefulSet, error) {
+		return c.Create(ctx, desired, metav1.CreateOptions{})
+	})
+	if apierrors.IsAlreadyExists(err) {
+		return terminating
+	}
+	return err
+}
+
+// ExpandPVCs raises the storage request of the data claims of the given
+// members to size (never lowers it). The StorageClass must allow volume
+// expansion; the API server refuses the update otherwise.
+func (a *Applier) ExpandPVCs(ctx context.Context, m *v1alpha1.Mgors, ordinals []int32, size resource.Quantity) (bool, error) {
+	c := a.Client.CoreV1().PersistentVolumeClaims(m.Namespace)
+	changed := false
+	for _, o := range ordinals {
+		name := PVCName(m, o)
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PersistentVolumeClaim, error) {
+				return c.Get(ctx, name, metav1.GetOptions{})
+			})
+			if err != nil {
+				return err
+			}
+			if cur.Labels[LabelCluster] != m.Name {
+				return &NotOwned{Kind: "PersistentVolumeClaim", Name: name}
+			}
+			if q, ok := cur.Spec.Resources.Requests[corev1.ResourceStorage]; ok && q.Cmp(size) >= 0 {
+				return nil
+			}
+			next := cur.DeepCopy()
+			if next.Spec.Resources.Requests == nil {
+				next.Spec.Resources.Requests = corev1.ResourceList{}
+			}
+			next.Spec.Resources.Requests[corev1.ResourceStorage] = size.DeepCopy()
+			if _, err := bounded(ctx, a, func(ctx context.Context) (*corev1.PersistentVolumeClaim, error) {
+				return c.Update(ctx, next, metav1.UpdateOptions{})
+			}); err != nil {
+				return err
+			}
+			changed = true
+			return nil
+		})
+		if err != nil {
+			return changed, err
+		}
+	}
+	return changed, nil
 }
