@@ -106,7 +106,6 @@ func (d *decider) refuseCA(req, why string) {
 	d.emit(ApprovalRefused{Annotation: RotateCAAnnotation, Value: req, Reason: why})
 }
 
-
 // caStepWords says what step writes, for people.
 func caStepWords(step int, r CARoll) string {
 	switch step {

@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -100,4 +102,188 @@ func (a *Applier) patchFinalizer(ctx context.Context, m *v1alpha1.Mgors, name st
 		return false, nil
 	}
 	return err == nil, err
+}
+
+// KeyfileSecret holds the members' shared key under "keyfile".
+func KeyfileSecret(m *v1alpha1.Mgors, key string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: secretMeta(m, m.KeyfileSecretName()),
+		Type:       corev1.SecretTypeOpaque,
+		Data:       map[string][]byte{v1alpha1.KeyfileSecretKey: []byte(key)},
+	}
+}
+
+// AdminSecret holds the admin user's credentials under "username" and "password".
+func AdminSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: secretMeta(m, m.AdminSecretName()),
+		Type:       corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			v1alpha1.AdminUsernameSecretKey: []byte(username),
+			v1alpha1.AdminPasswordSecretKey: []byte(password),
+		},
+	}
+}
+
+// OperatorSecret is the Secret of the operator's own user: same keys as the
+// admin Secret, same lifetime as the data it opens.
+func OperatorSecret(m *v1alpha1.Mgors, username, password string) *corev1.Secret {
+	s := AdminSecret(m, username, password)
+	s.ObjectMeta = secretMeta(m, m.OperatorSecretName())
+	return s
+}
+
+// secretMeta is the metadata of a generated Secret. Credentials live as long as
+// the data they open: with spec.storage.reclaim Retain (the default) the
+// volumes outlive the Mgors, so the Secrets do too (no owner reference), and a
+// Mgors re-created on those volumes finds the keyfile and admin password its
+// data was made with. With Delete they go with the Mgors, like the volumes.
+func secretMeta(m *v1alpha1.Mgors, name string) metav1.ObjectMeta {
+	meta := objectMeta(m, name, "")
+	if m.Spec.Storage.Reclaim != v1alpha1.VolumeDelete {
+		meta.OwnerReferences = nil
+	}
+	return meta
+}
+
+// keyfileBytes of randomness encode to 756 base64 characters, within the 6 to
+// 1024 characters of the base64 set that mongod accepts in a keyfile.
+const keyfileBytes = 567
+
+// GenerateKeyfile returns a new random keyfile: 756 base64 characters.
+func GenerateKeyfile() (string, error) {
+	b := make([]byte, keyfileBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a keyfile: %w", err)
+	}
+	return base64.StdEncoding.EncodeToString(b), nil
+}
+
+// GeneratePassword returns a new random password: 32 URL-safe characters
+// (192 bits), safe in a mongodb:// URI without escaping.
+func GeneratePassword() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", fmt.Errorf("generating a password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// MissingSecretKey is returned when an existing Secret lacks a key the members
+// need (a user-made Secret named in spec.auth). The operator does not add it.
+type MissingSecretKey struct {
+	// Name is the Secret, Key the missing key.
+	Name, Key string
+}
+
+// Error names the Secret and the key.
+func (e *MissingSecretKey) Error() string {
+	return fmt.Sprintf("secret %s has no key %q", e.Name, e.Key)
+}
+
+// EnsureSecret creates the Secret when it does not exist. An existing Secret
+// is never modified nor regenerated, ours or a user's: members and clients
+// already use what it holds. It must hold every key desired has, or the
+// result is a MissingSecretKey.
+func (a *Applier) EnsureSecret(ctx context.Context, desired *corev1.Secret) (bool, error) {
+	return a.ensureSecret(ctx, desired.Namespace, desired.Name, func() (*corev1.Secret, error) { return desired, nil }, keys(desired))
+}
+
+func keys(s *corev1.Secret) []string {
+	var out []string
+	for k := range s.Data {
+		out = append(out, k)
+	}
+	for k := range s.StringData {
+		out = append(out, k)
+	}
+	return out
+}
+
+// ensureSecret reads the Secret first and builds the desired one (which may
+// generate key material) only when it is missing.
+func (a *Applier) ensureSecret(ctx context.Context, namespace, name string, build func() (*corev1.Secret, error), want []string) (bool, error) {
+	c := a.Client.CoreV1().Secrets(namespace)
+	check := func(s *corev1.Secret) error {
+		for _, k := range want {
+			if _, ok := s.Data[k]; !ok {
+				return &MissingSecretKey{Name: name, Key: k}
+			}
+		}
+		return nil
+	}
+	cctx, cancel := a.call(ctx)
+	defer cancel()
+	cur, err := c.Get(cctx, name, metav1.GetOptions{})
+	if err == nil {
+		return false, check(cur)
+	}
+	if !apierrors.IsNotFound(err) {
+		return false, err
+	}
+	desired, err := build()
+	if err != nil {
+		return false, err
+	}
+	cctx2, cancel2 := a.call(ctx)
+	defer cancel2()
+	if _, err := c.Create(cctx2, desired, metav1.CreateOptions{}); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return false, err
+		}
+		// Someone made it between our read and our create: theirs stands.
+		cctx3, cancel3 := a.call(ctx)
+		defer cancel3()
+		cur, err := c.Get(cctx3, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return false, check(cur)
+	}
+	return true, nil
+}
+
+// EnsureKeyfile creates the keyfile Secret of m with a fresh key when it does
+// not exist; the key is generated only then, so it never lingers in memory
+// for nothing.
+func (a *Applier) EnsureKeyfile(ctx context.Context, m *v1alpha1.Mgors) (bool, error) {
+	return a.ensureSecret(ctx, m.Namespace, m.KeyfileSecretName(), func() (*corev1.Secret, error) {
+		key, err := GenerateKeyfile()
+		if err != nil {
+			return nil, err
+		}
+		return KeyfileSecret(m, key), nil
+	}, []string{v1alpha1.KeyfileSecretKey})
+}
+
+// EnsureAdminCredentials creates the admin Secret of m with the given user
+// name and a fresh password when it does not exist.
+func (a *Applier) EnsureAdminCredentials(ctx context.Context, m *v1alpha1.Mgors, username string) (bool, error) {
+	return a.ensureSecret(ctx, m.Namespace, m.AdminSecretName(), func() (*corev1.Secret, error) {
+		pw, err := GeneratePassword()
+		if err != nil {
+			return nil, err
+		}
+		return AdminSecret(m, username, pw), nil
+	}, []string{v1alpha1.AdminUsernameSecretKey, v1alpha1.AdminPasswordSecretKey})
+}
+
+// EnsureOperatorCredentials creates the Secret of the operator's own user
+// with the given user name and a fresh password when it does not exist.
+func (a *Applier) EnsureOperatorCredentials(ctx context.Context, m *v1alpha1.Mgors, username string) (bool, error) {
+	return a.ensureSecret(ctx, m.Namespace, m.OperatorSecretName(), func() (*corev1.Secret, error) {
+		pw, err := GeneratePassword()
+		if err != nil {
+			return nil, err
+		}
+		return OperatorSecret(m, username, pw), nil
+	}, []string{v1alpha1.AdminUsernameSecretKey, v1alpha1.AdminPasswordSecretKey})
+}
+
+// Secret reads a Secret, for the actor that needs the admin credentials or the
+// keyfile to talk to the members. Never log what it returns.
+func (a *Applier) Secret(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
+	cctx, cancel := a.call(ctx)
+	defer cancel()
+	return a.Client.CoreV1().Secrets(namespace).Get(cctx, name, metav1.GetOptions{})
 }
