@@ -191,7 +191,7 @@ func TestStorageGrowthDoesNotWaitForRetainedClaims(t *testing.T) {
 	w := newWorld(sizedDemo("1Gi")).initiated().sized("1Gi")
 	one := resource.MustParse("1Gi")
 	for _, ord := range []int32{3, 4} {
-		name := "demo-" + string(rune('0'+ord))
+		name := "demo-" + string('0'+ord)
 		w.obs.Storage.Claims[name] = ClaimSize{Name: "data-" + name, Ordinal: ord, Class: "standard", Requested: one, Capacity: one}
 	}
 	s := healthyState(t, w)
