@@ -22,8 +22,9 @@ import (
 //     horizons ({<horizon>: "host:port"}), and the membership planner
 //     (mongo.Plan, rule 6) sends them in one reconfig: mongod requires the
 //     same horizon names on every member. While one is missing, the
-//     members keep the horizons the config has, and a new member joins
-//     only once its address is known.
+//     members keep the horizons the config has; a new member joins with
+//     the config's horizon names (none when it has none, else only once
+//     its address is known).
 //  4. Without spec.externalAccess the desired members have no horizons:
 //     the planner removes them from the config in one reconfig.
 

@@ -53,8 +53,11 @@ func foldStorage(s State, e Event) State {
 //  1. StorageGrowing, then ExpandVolumes raises every data claim's request
 //     (the StorageClass must allow expansion, else StorageGrowthRefused and
 //     nothing changes);
-//  2. it waits until every claim's status.capacity reached the size (the
-//     resizer's part), then VolumesExpanded;
+//  2. it waits until the claim of every member (ordinal below the
+//     StatefulSet's replicas) reports the size as its status.capacity (the
+//     resizer's part), then VolumesExpanded; the request of a claim kept
+//     from a member scaled away grows too, and its volume when a pod
+//     mounts it again;
 //  3. ReplaceStatefulSet deletes the StatefulSet with orphan propagation and
 //     creates it with the grown claim template; the pods keep running and
 //     are adopted, no member restarts;
@@ -115,13 +118,22 @@ func (d *decider) storage() bool {
 			Reason: fmt.Sprintf("spec.storage.size grew from %s to %s", o.Template.String(), want.String())})
 		return true
 	}
-	for _, c := range o.Claims {
+	// Only the members' claims are waited for: one of an ordinal scaled away
+	// (kept, whenScaled: Retain) is mounted by no pod, and a resizer that
+	// grows the file system on the node leaves its capacity as it was
+	// (FileSystemResizePending) until a pod mounts it again.
+	var mounted []string
+	for _, c := range sortedClaims(o.Claims) {
+		if c.Ordinal >= d.in.Obs.Replicas {
+			continue
+		}
 		if c.Capacity.Cmp(want) < 0 {
 			return !d.in.Obs.ObjectsReady // the resizer's part
 		}
+		mounted = append(mounted, c.Name)
 	}
 	if !d.s.Storage.Expanded {
-		d.emit(VolumesExpanded{Size: want.String(), Claims: names})
+		d.emit(VolumesExpanded{Size: want.String(), Claims: mounted})
 	}
 	d.replace(d.in.Obs.Replicas, fmt.Sprintf("every claim has %s: the claim template follows", want.String()))
 	return true

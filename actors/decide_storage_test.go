@@ -182,3 +182,37 @@ func TestStorageGrowthRefusedWithoutExpansion(t *testing.T) {
 		t.Fatalf("no Stalled condition naming spec.storage.size: %+v", st.Conditions)
 	}
 }
+
+// The claim of a member scaled away stays (whenScaled: Retain) and no pod
+// mounts it: its request grows with the others, but a resizer that grows the
+// file system on the node never raises its capacity. The growth waits for
+// the members' claims only, or it would wait for ever.
+func TestStorageGrowthDoesNotWaitForRetainedClaims(t *testing.T) {
+	w := newWorld(sizedDemo("1Gi")).initiated().sized("1Gi")
+	one := resource.MustParse("1Gi")
+	for _, ord := range []int32{3, 4} {
+		name := "demo-" + string('0'+ord)
+		w.obs.Storage.Claims[name] = ClaimSize{Name: "data-" + name, Ordinal: ord, Class: "standard", Requested: one, Capacity: one}
+	}
+	s := healthyState(t, w)
+	w.grow("2Gi")
+
+	d := Decide(s, w.in())
+	s = run(s, d)
+	if d.Action == nil || d.Action.Kind != ActExpandVolumes || !slices.Equal(d.Action.Ordinals, []int32{0, 1, 2, 3, 4}) {
+		t.Fatalf("want every claim expanded, the retained ones too: %v %+v", types(d), d.Action)
+	}
+	s = run(s, Decision{Events: Conclude(*d.Action, nil)})
+
+	// The members' volumes grew; the retained ones are FileSystemResizePending.
+	w.claims("2Gi", "2Gi")
+	for _, name := range []string{"demo-3", "demo-4"} {
+		c := w.obs.Storage.Claims[name]
+		c.Capacity = one
+		w.obs.Storage.Claims[name] = c
+	}
+	d = Decide(s, w.in())
+	if !has(d, "VolumesExpanded") || d.Action == nil || d.Action.Kind != ActReplaceStatefulSet {
+		t.Fatalf("want VolumesExpanded and ReplaceStatefulSet, got %v %+v", types(d), d.Action)
+	}
+}

@@ -27,8 +27,9 @@ type StorageGrowing struct {
 	Claims []string `json:"claims"`
 }
 
-// VolumesExpanded records that every member's data claim reports the grown
-// size as its capacity (status.capacity): the resizer finished.
+// VolumesExpanded records that every member's data claim (Claims; not those
+// kept from members scaled away, which no pod mounts) reports the grown size
+// as its capacity (status.capacity): the resizer finished.
 type VolumesExpanded struct {
 	Size   string   `json:"size"`
 	Claims []string `json:"claims"`

@@ -3,9 +3,7 @@ package actors
 import (
 	"context"
 	"fmt"
-	"maps"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/mgors/operator/kube"
@@ -50,20 +48,6 @@ func strayExternal(m *v1alpha1.Mgors) []string {
 	return out
 }
 
-// externalDiffers says whether a per-member Service lacks what
-// kube.ExternalService asks of it.
-func externalDiffers(cur, want *corev1.Service) bool {
-	if cur.Spec.Type != want.Spec.Type || !maps.Equal(cur.Spec.Selector, want.Spec.Selector) {
-		return true
-	}
-	for k, v := range want.Annotations {
-		if cur.Annotations[k] != v {
-			return true
-		}
-	}
-	return false
-}
-
 // observeExternal reads the per-member Services from the cache: the
 // members' external addresses, and what is missing, outdated or left over
 // (reported as missing objects, which ensureObjects makes right).
@@ -91,7 +75,7 @@ func (w *KubeWorld) observeExternal(m *v1alpha1.Mgors, o *Observation, missing *
 			svc = nil
 		case err != nil:
 			return err
-		case externalDiffers(svc, want):
+		case kube.ExternalServiceOutdated(svc, want):
 			*missing = append(*missing, "an up-to-date Service "+want.Name)
 		}
 		explicit := ""

@@ -8,7 +8,9 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube"
@@ -83,6 +85,9 @@ func (w *KubeWorld) actStorage(ctx context.Context, m *v1alpha1.Mgors, a Action)
 	desired := kube.StatefulSet(m, opts)
 	ctx, cancel := context.WithTimeout(ctx, replaceWait)
 	defer cancel()
+	if done, err := w.replaced(ctx, m, desired); err != nil || done {
+		return err
+	}
 	for {
 		err := w.Applier.ReplaceStatefulSet(ctx, m, desired)
 		var t *kube.Terminating
@@ -95,4 +100,26 @@ func (w *KubeWorld) actStorage(ctx context.Context, m *v1alpha1.Mgors, a Action)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// replaced reports whether m's StatefulSet already asks desired's claim
+// size (fresh from the API server): a replace sent again because the cache
+// showed the old one gone and not yet the new one is done, and the new one
+// is never deleted.
+func (w *KubeWorld) replaced(ctx context.Context, m *v1alpha1.Mgors, desired *appsv1.StatefulSet) (bool, error) {
+	t := w.Applier.Timeout
+	if t <= 0 {
+		t = kube.DefaultCallTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, t)
+	defer cancel()
+	cur, err := w.Applier.Client.AppsV1().StatefulSets(m.Namespace).Get(ctx, desired.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	want, have := claimTemplateSize(desired), claimTemplateSize(cur)
+	return kube.OwnedBy(cur, m) && cur.DeletionTimestamp == nil && !want.IsZero() && have.Cmp(want) >= 0, nil
 }

@@ -75,6 +75,20 @@ func TestKubeWorldGrowsStorage(t *testing.T) {
 			if q := claimTemplateSize(sts); q.Cmp(grown) != 0 || *sts.Spec.Replicas != 3 {
 				t.Fatalf("replaced StatefulSet: template %s, replicas %d", q.String(), *sts.Spec.Replicas)
 			}
+			// Sent again (a cache that showed the old one gone and not yet the
+			// new one), the replace finds it done: the new one is not deleted.
+			if err := w.Act(ctx, m, Action{Kind: ActReplaceStatefulSet, Host: m.Name, Replicas: 3}); err != nil {
+				t.Fatal(err)
+			}
+			deletes := 0
+			for _, a := range kc.Actions() {
+				if a.GetVerb() == "delete" && a.GetResource().Resource == "statefulsets" {
+					deletes++
+				}
+			}
+			if deletes != 1 {
+				t.Fatalf("%d deletes of the StatefulSet, want 1: a replace already done was done again", deletes)
+			}
 		})
 	}
 }

@@ -55,45 +55,69 @@ func ExternalService(m *v1alpha1.Mgors, pod string) *corev1.Service {
 
 // EnsureExternalService creates or updates a per-member Service: its type,
 // selector, ports and annotations change in place (the API server keeps
-// the cluster IP and allocates or frees the node port).
+// the cluster IP and allocates or frees the node port). Annotations
+// removed from spec.externalAccess.serviceAnnotations stay on the Service
+// (other controllers annotate Services too).
 func (a *Applier) EnsureExternalService(ctx context.Context, desired *corev1.Service) (bool, error) {
 	return ensure(ctx, a, a.Client.CoreV1().Services(desired.Namespace), "Service", desired,
 		func(cur, next *corev1.Service) (bool, error) {
-			diff := false
-			if cur.Spec.Type != desired.Spec.Type {
-				next.Spec.Type = desired.Spec.Type
-				if desired.Spec.Type == corev1.ServiceTypeClusterIP {
-					for i := range next.Spec.Ports {
-						next.Spec.Ports[i].NodePort = 0 // a ClusterIP Service has none
-					}
-					next.Spec.ExternalTrafficPolicy = ""
-					next.Spec.AllocateLoadBalancerNodePorts = nil
-				}
-				diff = true
-			}
-			if !maps.Equal(cur.Spec.Selector, desired.Spec.Selector) {
-				next.Spec.Selector = maps.Clone(desired.Spec.Selector)
-				diff = true
-			}
-			if len(cur.Spec.Ports) != len(desired.Spec.Ports) || !equality.Semantic.DeepDerivative(desired.Spec.Ports, cur.Spec.Ports) {
-				next.Spec.Ports = desired.Spec.Ports
-				diff = true
-			}
-			if cur.Spec.PublishNotReadyAddresses != desired.Spec.PublishNotReadyAddresses {
-				next.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
-				diff = true
-			}
-			for k, v := range desired.Annotations {
-				if cur.Annotations[k] != v {
-					if next.Annotations == nil {
-						next.Annotations = map[string]string{}
-					}
-					next.Annotations[k] = v
-					diff = true
-				}
-			}
-			return diff, nil
+			return updateExternalService(cur, next, desired), nil
 		})
+}
+
+// ExternalServiceOutdated reports whether the per-member Service cur lacks
+// what desired asks: what EnsureExternalService would change, so the
+// observation and the ensure never disagree.
+func ExternalServiceOutdated(cur, desired *corev1.Service) bool {
+	return updateExternalService(cur, cur.DeepCopy(), desired)
+}
+
+// updateExternalService sets on next (a copy of cur) what desired asks and
+// cur lacks; true when anything differed.
+func updateExternalService(cur, next, desired *corev1.Service) bool {
+	diff := false
+	// The node port the API server allocated (unset in desired) is kept: it
+	// is the member's external port, and no difference.
+	ports := make([]corev1.ServicePort, len(desired.Spec.Ports))
+	for i, p := range desired.Spec.Ports {
+		if p.NodePort == 0 && i < len(cur.Spec.Ports) && cur.Spec.Ports[i].Name == p.Name {
+			p.NodePort = cur.Spec.Ports[i].NodePort
+		}
+		ports[i] = p
+	}
+	if len(cur.Spec.Ports) != len(ports) || !equality.Semantic.DeepDerivative(ports, cur.Spec.Ports) {
+		next.Spec.Ports = ports
+		diff = true
+	}
+	if cur.Spec.Type != desired.Spec.Type {
+		next.Spec.Type = desired.Spec.Type
+		if desired.Spec.Type == corev1.ServiceTypeClusterIP {
+			for i := range next.Spec.Ports {
+				next.Spec.Ports[i].NodePort = 0 // a ClusterIP Service has none
+			}
+			next.Spec.ExternalTrafficPolicy = ""
+			next.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		diff = true
+	}
+	if !maps.Equal(cur.Spec.Selector, desired.Spec.Selector) {
+		next.Spec.Selector = maps.Clone(desired.Spec.Selector)
+		diff = true
+	}
+	if cur.Spec.PublishNotReadyAddresses != desired.Spec.PublishNotReadyAddresses {
+		next.Spec.PublishNotReadyAddresses = desired.Spec.PublishNotReadyAddresses
+		diff = true
+	}
+	for k, v := range desired.Annotations {
+		if cur.Annotations[k] != v {
+			if next.Annotations == nil {
+				next.Annotations = map[string]string{}
+			}
+			next.Annotations[k] = v
+			diff = true
+		}
+	}
+	return diff
 }
 
 // DeleteExternalService deletes a per-member Service of m (a member scaled

@@ -112,3 +112,60 @@ func TestMemberDNSNamesExternal(t *testing.T) {
 }
 
 func asNotOwned(err error, target **NotOwned) bool { return errors.As(err, target) }
+
+// The observation's "outdated" is the ensure's "changed": a Service whose
+// ports or publishNotReadyAddresses differ is made right (the actors' own
+// comparison looked at the type, selector and annotations only, so such a
+// Service was never updated); an allocated node port is no difference.
+func TestExternalServiceOutdated(t *testing.T) {
+	m := externalMgors(v1alpha1.ExternalNodePort)
+	want := ExternalService(m, "demo-0")
+	cur := want.DeepCopy()
+	cur.Spec.Ports[0].NodePort = 31017
+	cur.Spec.ClusterIP = "10.0.0.7"
+	if ExternalServiceOutdated(cur, want) {
+		t.Error("an allocated node port and cluster IP: seen outdated")
+	}
+	for name, change := range map[string]func(s *corev1.Service){
+		"publishNotReadyAddresses": func(s *corev1.Service) { s.Spec.PublishNotReadyAddresses = false },
+		"target port":              func(s *corev1.Service) { s.Spec.Ports[0].TargetPort.StrVal = "other" },
+		"type":                     func(s *corev1.Service) { s.Spec.Type = corev1.ServiceTypeLoadBalancer },
+		"selector":                 func(s *corev1.Service) { s.Spec.Selector = map[string]string{"x": "y"} },
+		"annotation":               func(s *corev1.Service) { s.Annotations = nil },
+	} {
+		c := cur.DeepCopy()
+		change(c)
+		if !ExternalServiceOutdated(c, want) {
+			t.Errorf("%s differs: seen up to date", name)
+		}
+	}
+}
+
+// A Service whose node port the API server allocated is not written again
+// (the ensure compared the ports with the node port unset in desired, and
+// updated every NodePort and LoadBalancer Service on every ensure).
+func TestEnsureExternalServiceKeepsTheNodePort(t *testing.T) {
+	ctx := context.Background()
+	c := fake.NewClientset()
+	a := NewApplier(c)
+	m := externalMgors(v1alpha1.ExternalNodePort)
+	if _, err := a.EnsureExternalService(ctx, ExternalService(m, "demo-0")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := c.CoreV1().Services("db").Get(ctx, "demo-0-external", metav1.GetOptions{})
+	got.Spec.Ports[0].NodePort = 31017 // the allocator's part
+	if _, err := c.CoreV1().Services("db").Update(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := a.EnsureExternalService(ctx, ExternalService(m, "demo-0")); err != nil || changed {
+		t.Fatalf("ensure of an unchanged Service: changed %v, %v", changed, err)
+	}
+	m.Spec.ExternalAccess.Type = v1alpha1.ExternalLoadBalancer
+	if changed, err := a.EnsureExternalService(ctx, ExternalService(m, "demo-0")); err != nil || !changed {
+		t.Fatalf("type change: changed %v, %v", changed, err)
+	}
+	got, _ = c.CoreV1().Services("db").Get(ctx, "demo-0-external", metav1.GetOptions{})
+	if got.Spec.Ports[0].NodePort != 31017 {
+		t.Errorf("NodePort → LoadBalancer: node port %d, want 31017 kept", got.Spec.Ports[0].NodePort)
+	}
+}

@@ -3,6 +3,7 @@ package mongo
 import (
 	"maps"
 	"slices"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -57,25 +58,34 @@ func horizonNames(h map[string]string) []string {
 	return slices.Sorted(maps.Keys(h))
 }
 
-// horizonChange is rule 6: the desired members' horizons, all in one
-// reconfig (mongod requires every member to have the same horizon names,
-// so they cannot change one member at a time). It is a candidate only
-// when every desired member is in the config and the desired horizons
-// name the same horizons for every member.
+// horizonChange is rule 6: the horizons of the desired members in the
+// config, all in one reconfig (mongod requires every member to have the
+// same horizon names, so they cannot change one member at a time). A
+// desired member not in the config yet joins after, with the names the
+// config has then (rule 2); a member of the config that is not desired
+// keeps its horizons, so no change is sent until it left (rule 1). It is a
+// candidate only when the desired horizons name the same horizons for
+// every member.
 func (p *planner) horizonChange() []Step {
 	next := p.cur.Next()
+	for _, m := range next.Members {
+		if !p.desired(m.Host) && len(m.Horizons()) > 0 {
+			p.wait("%s leaves the config before the members' horizons change (mongod requires the same names on every member)", m.Host)
+			return nil
+		}
+	}
 	changed := false
 	var names []string
 	for i, d := range p.order {
-		nm := next.Member(d.Host)
-		if nm == nil {
-			return nil
-		}
 		if i == 0 {
 			names = horizonNames(d.Horizons)
 		} else if !slices.Equal(names, horizonNames(d.Horizons)) {
 			p.wait("the members' horizons differ in their names (mongod requires the same for all)")
 			return nil
+		}
+		nm := next.Member(d.Host)
+		if nm == nil {
+			continue // joins later (rule 2)
 		}
 		if !maps.Equal(nm.Horizons(), d.Horizons) {
 			nm.setHorizons(d.Horizons)
@@ -87,21 +97,39 @@ func (p *planner) horizonChange() []Step {
 	}
 	what := "remove the members' horizons"
 	if len(names) > 0 {
-		what = "set the members' horizons " + names[0]
-		for _, n := range names[1:] {
-			what += ", " + n
-		}
+		what = "set the members' horizons " + strings.Join(names, ", ")
 	}
 	return []Step{p.step(ChangeHorizons, "", next, "%s", what)}
 }
 
-// hasHorizons reports whether any member of c has horizons: a member added
-// to it must come with the same horizon names.
-func (c Config) hasHorizons() bool {
-	for _, m := range c.Members {
-		if len(m.Horizons()) > 0 {
+// desired reports whether host is a desired member's.
+func (p *planner) desired(host string) bool {
+	for _, d := range p.order {
+		if SameHost(d.Host, host) {
 			return true
 		}
 	}
 	return false
+}
+
+// joiningHorizons are the horizons a desired member joins the config with:
+// its own when they have the config's names, none when the config has none
+// (rule 6 then gives every member its horizons at once); ok is false when
+// it cannot join yet (the config has horizons and the member none, or
+// other names: rule 6 renames the members in the config first).
+func (c Config) joiningHorizons(d DesiredMember) (map[string]string, string, bool) {
+	var have []string
+	if len(c.Members) > 0 {
+		have = horizonNames(c.Members[0].Horizons())
+	}
+	want := horizonNames(d.Horizons)
+	switch {
+	case slices.Equal(have, want):
+		return d.Horizons, "", true
+	case len(have) == 0:
+		return nil, "", true
+	case len(want) == 0:
+		return nil, "its external address is known: the config's members have horizons, and mongod requires them of every member", false
+	}
+	return nil, "the members in the config have the horizons " + strings.Join(want, ", ") + " (rule 6 renames them first): mongod requires the same names on every member", false
 }

@@ -1,6 +1,7 @@
 package mongo
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,7 +62,7 @@ func TestPlanHorizons(t *testing.T) {
 		desired[i].Horizons = nil
 	}
 	s = Plan(back, st, desired, reach, v1alpha1.ReplicaSetSettings{})
-	if s.Kind != ChangeHorizons || s.Config.hasHorizons() {
+	if s.Kind != ChangeHorizons || len(s.Config.Members[0].Horizons()) > 0 || !sameHorizonNames(s.Config) {
 		t.Fatalf("removal: %s %v", s.Kind, s.Config.Members)
 	}
 }
@@ -93,5 +94,83 @@ func TestPlanAdditionWaitsForHorizon(t *testing.T) {
 	s = Plan(c, st, desired, reach, v1alpha1.ReplicaSetSettings{})
 	if s.Kind != AddMember || s.Config.Member("d:27017").Horizons()["external"] != "d.example.com:27017" {
 		t.Fatalf("%s (%s), want d added with its horizon", s.Kind, s.Reason)
+	}
+}
+
+// sameHorizonNames reports whether every member of c has the same horizon
+// names, as mongod requires of any config it accepts.
+func sameHorizonNames(c Config) bool {
+	for _, m := range c.Members {
+		if !slices.Equal(horizonNames(m.Horizons()), horizonNames(c.Members[0].Horizons())) {
+			return false
+		}
+	}
+	return true
+}
+
+// External access given while the set grows: the config has no horizons,
+// every desired member has its address. The new member joins without
+// horizons (one with them beside members without is a config mongod
+// refuses, and rule 2 would send it again at every decision), then one
+// reconfig gives every member its horizons.
+func TestPlanAdditionJoinsWithTheConfigsHorizonNames(t *testing.T) {
+	c, st, desired, _ := horizonSet(t)
+	desired = append(desired, DesiredMember{Ordinal: 3, Host: "d:27017", Votes: 1, Priority: 1})
+	for i := range desired {
+		desired[i].Horizons = map[string]string{"external": string(rune('a'+i)) + ".example.com:27017"}
+	}
+	reach := NewHosts("a:27017", "b:27017", "c:27017", "d:27017")
+	s := Plan(c, st, desired, reach, v1alpha1.ReplicaSetSettings{})
+	if s.Kind != AddMember || !sameHorizonNames(s.Config) {
+		t.Fatalf("%s (%s): want d added without horizons, got %v", s.Kind, s.Reason, s.Config.Members)
+	}
+	st.Members = append(st.Members, MemberStatus{Name: "d:27017", Health: 1, State: StateSecondary})
+	for range 4 { // its vote, then the horizons
+		for i := range st.Members {
+			st.Members[i].ConfigVersion = s.Config.Version
+		}
+		s = Plan(s.Config, st, desired, reach, v1alpha1.ReplicaSetSettings{})
+		if !s.Reconfig() || !sameHorizonNames(s.Config) {
+			t.Fatalf("%s (%s): %v", s.Kind, s.Reason, s.Config.Members)
+		}
+		if s.Kind == ChangeHorizons {
+			break
+		}
+	}
+	if s.Kind != ChangeHorizons || s.Config.Member("d:27017").Horizons()["external"] != "d.example.com:27017" {
+		t.Fatalf("%s (%s): want every member's horizons in one reconfig", s.Kind, s.Reason)
+	}
+}
+
+// The horizon renamed while the set grows: the members in the config take
+// the new name first, and the new member joins with it after.
+func TestPlanHorizonRenameBeforeAddition(t *testing.T) {
+	c, st, desired, _ := horizonSet(t)
+	for i := range c.Members {
+		c.Members[i].setHorizons(map[string]string{"old": string(rune('a'+i)) + ".example.com:27017"})
+	}
+	desired = append(desired, DesiredMember{Ordinal: 3, Host: "d:27017", Votes: 1, Priority: 1})
+	for i := range desired {
+		desired[i].Horizons = map[string]string{"new": string(rune('a'+i)) + ".example.com:27017"}
+	}
+	reach := NewHosts("a:27017", "b:27017", "c:27017", "d:27017")
+	s := Plan(c, st, desired, reach, v1alpha1.ReplicaSetSettings{})
+	if s.Kind != ChangeHorizons || !sameHorizonNames(s.Config) || s.Config.Member("d:27017") != nil {
+		t.Fatalf("%s (%s): want the three members renamed first, got %v", s.Kind, s.Reason, s.Config.Members)
+	}
+}
+
+// A member that is not desired and still in the config (its removal
+// cannot go yet) keeps the config's horizons: no change of names is sent
+// past it.
+func TestPlanHorizonChangeWaitsForRemovals(t *testing.T) {
+	c, st, desired, reach := horizonSet(t)
+	for i := range c.Members {
+		c.Members[i].setHorizons(map[string]string{"external": string(rune('a'+i)) + ".example.com:27017"})
+		desired[i].Horizons = nil
+	}
+	p := planner{cur: c, st: st, want: desiredByHost(desired[:2]), order: sortedDesired(desired[:2]), reachable: reach}
+	if steps := p.horizonChange(); len(steps) != 0 {
+		t.Fatalf("horizons removed past c, which is still in the config: %v", steps[0].Config.Members)
 	}
 }

@@ -107,8 +107,11 @@ func (h Hosts) Has(host string) bool { return h[NormalizeHost(host)] }
 //  4. Change hidden, priority and tags, one member and one field per step.
 //  5. Change the settings the spec sets (unset settings are left alone).
 //  6. Change the members' horizons, all members in one reconfig (mongod
-//     requires the same horizon names on every member). While the config
-//     has horizons, a member joins only with its own (rule 2 waits).
+//     requires the same horizon names on every member), once no member
+//     that is not desired is left with horizons. A member joins with the
+//     horizon names the config has (rule 2): without horizons when the
+//     config has none, and it waits while the config has horizons and it
+//     has none of its own, or other names (rule 6 renames the others first).
 //
 // A candidate step is taken only if its config passes Validate, changes at
 // most one voting member, and keeps the primary electable; when only the
@@ -249,10 +252,12 @@ func (p *planner) additions() []Step {
 			p.wait("%s does not answer yet", d.Host)
 			continue
 		}
-		if p.cur.hasHorizons() && len(d.Horizons) == 0 {
-			p.wait("%s joins once its external address is known: the config's members have horizons, and mongod requires them of every member", d.Host)
+		h, why, ok := p.cur.joiningHorizons(d)
+		if !ok {
+			p.wait("%s joins once %s", d.Host, why)
 			continue
 		}
+		d.Horizons = h
 		m := memberFor(p.freeID(d), d)
 		how := "as a voter"
 		switch {
