@@ -276,14 +276,13 @@ func TestShardedReplicas(t *testing.T) {
 		}
 		return true
 	}
-	waitLong(t, "30 clusters Healthy, each run by one of 3 replicas", func() bool {
-		return len(owned()) == n && allHealthy()
+	// Spread over the three: a replica whose Lease renewal was late on a
+	// busy machine lost its clusters for a moment, and gets its share back.
+	waitLong(t, "the clusters Healthy, each run by one of 3 replicas, every replica running some", func() bool {
+		c := count(owned())
+		return len(owned()) == n && allHealthy() && c["r1"] > 0 && c["r2"] > 0 && c["r3"] > 0
 	})
-	c := count(owned())
-	t.Logf("3 replicas: %v", c)
-	if c["r1"] == 0 || c["r2"] == 0 || c["r3"] == 0 {
-		t.Fatalf("not spread: %v", c)
-	}
+	t.Logf("3 replicas: %v", count(owned()))
 
 	// Kill r2: no release, its Lease just stops being renewed.
 	var r2s []string

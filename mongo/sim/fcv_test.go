@@ -69,6 +69,10 @@ func TestFeatureCompatibilityVersion(t *testing.T) {
 		v := fcvOf(t, ms[1-p])
 		return v != nil && v.Lookup("version").StringValue() == "6.0"
 	})
+	// A primary of two members steps down while the other is away
+	// (electionTimeoutMillis 1 s): ask the primary there is now.
+	p = waitPrimary(t, ms, 30*time.Second)
+	c = ms[p].client(t)
 	mustRun(t, c, bson.D{{Key: "setFeatureCompatibilityVersion", Value: "7.0"}, {Key: "confirm", Value: true}})
 	if v := fcvOf(t, ms[p]); v.Lookup("version").StringValue() != "7.0" || v.Lookup("targetVersion").Type != 0 {
 		t.Errorf("after upgrade %v", v)

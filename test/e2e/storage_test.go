@@ -45,12 +45,17 @@ func TestStorageGrowsWithoutRestarts(t *testing.T) {
 	before := podRuns(t, env, m.Name)
 
 	grown := resource.MustParse("2Gi")
-	cur, err := mc.Get(ctx, m.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Storage.Size = &grown
-	if cur, err = mc.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	var cur *v1alpha1.Mgors
+	// The operator writes the object too (its status, finalizers): an
+	// update conflicting with it is read and made again.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		if cur, err = mc.Get(ctx, m.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		cur.Spec.Storage.Size = &grown
+		cur, err = mc.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -89,12 +94,14 @@ func TestStorageGrowsWithoutRestarts(t *testing.T) {
 	}
 
 	// A later template change rolls the members: the StatefulSet updates in place again.
-	cur, err = mc.Get(ctx, m.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m")}
-	if cur, err = mc.Update(ctx, cur, metav1.UpdateOptions{}); err != nil {
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() (err error) {
+		if cur, err = mc.Get(ctx, m.Name, metav1.GetOptions{}); err != nil {
+			return err
+		}
+		cur.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("20m")}
+		cur, err = mc.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitMgors(t, env, m.Name, "Healthy after a rolling restart", 6*time.Minute, func(x *v1alpha1.Mgors) bool {
