@@ -16,6 +16,7 @@
 //
 //	Dir/nodes/NODE/
 //	  ipam/10.244.N.X              one file per leased pod IP, holding the pod UID
+//	  ipam/last_reserved_ip        the address leased last: leases go round-robin
 //	  images/NAME/                 image directories assembled at kubelet start
 //	  pods/UID/
 //	    pod.json                   {"namespace","name","uid","ip","veth"}

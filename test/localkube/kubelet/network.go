@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,7 +21,11 @@ import (
 
 // ipam leases pod addresses from a node's PodCIDR. A lease is a file named after the
 // address, created with O_EXCL, so two pods never get one address, also across a
-// kubelet restart.
+// kubelet restart. Addresses are handed out round-robin from the one after the last
+// leased (lastReserved), as the CNI host-local plugin does: a freed address is not
+// given to the next pod at once, so a client or a DNS cache that still holds a
+// deleted pod's address does not reach another pod there (the members of a set all
+// deleted at once would otherwise come back with each other's addresses).
 type ipam struct {
 	dir    string
 	prefix netip.Prefix
@@ -57,12 +62,24 @@ func (a *ipam) candidates() []netip.Addr {
 	return out
 }
 
-// Lease returns the address already leased to uid or leases a free one.
+// lastReserved is the file holding the address leased last.
+const lastReserved = "last_reserved_ip"
+
+// Lease returns the address already leased to uid or leases a free one, the first
+// free after the last leased.
 func (a *ipam) Lease(uid string) (netip.Addr, error) {
 	if ip, ok := a.Lookup(uid); ok {
 		return ip, nil
 	}
-	for _, ip := range a.candidates() {
+	all := a.candidates()
+	if b, err := os.ReadFile(filepath.Join(a.dir, lastReserved)); err == nil {
+		if last, err := netip.ParseAddr(strings.TrimSpace(string(b))); err == nil {
+			if i := slices.Index(all, last); i >= 0 {
+				all = append(all[i+1:], all[:i+1]...)
+			}
+		}
+	}
+	for _, ip := range all {
 		f, err := os.OpenFile(filepath.Join(a.dir, ip.String()), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 		if errors.Is(err, os.ErrExist) {
 			continue
@@ -73,6 +90,9 @@ func (a *ipam) Lease(uid string) (netip.Addr, error) {
 		_, err = f.WriteString(uid)
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+		if err == nil {
+			err = writeFileAtomic(filepath.Join(a.dir, lastReserved), []byte(ip.String()), 0o644)
 		}
 		return ip, err
 	}

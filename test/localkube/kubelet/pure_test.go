@@ -500,6 +500,29 @@ func TestIPAM(t *testing.T) {
 	if ip, err := b.Lease("pod-2"); err != nil || ip != ip1 {
 		t.Fatalf("released address not reused: %v %v", ip, err)
 	}
+
+	// Round-robin: an address freed is handed out again only after the others.
+	c, _ := newIPAM(t.TempDir(), "10.244.0.0/29", "10.244.0.1")
+	var got []string
+	for _, uid := range []string{"a", "b", "c"} {
+		ip, err := c.Lease(uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ip.String())
+	}
+	c.Release("a")
+	c.Release("b")
+	for _, uid := range []string{"d", "e", "f"} {
+		ip, err := c.Lease(uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ip.String())
+	}
+	if want := "10.244.0.2 10.244.0.3 10.244.0.4 10.244.0.5 10.244.0.6 10.244.0.2"; strings.Join(got, " ") != want {
+		t.Fatalf("leases %s, want %s", strings.Join(got, " "), want)
+	}
 }
 
 func TestLogRenderingAndRotation(t *testing.T) {
