@@ -128,14 +128,7 @@ func (d *decider) caSettled(f *ActionStarted) bool {
 // healthy; true while a step's roll is under way.
 func (d *decider) finishCA() bool {
 	r := d.s.CA
-	if !r.Rolling {
-		return false
-	}
-	if d.rolling() {
-		return true
-	}
-	d.emit(CAStepRolled{Request: r.Request, Step: r.Step})
-	return true
+	return d.finishStep(r.Rolling, CAStepRolled{Request: r.Request, Step: r.Step})
 }
 
 // caUnfinished says what a CA rotation still waits for, "" when nothing

@@ -110,14 +110,7 @@ func (d *decider) keyfileSettled(f *ActionStarted) bool {
 // and is healthy; true while a step's roll is under way.
 func (d *decider) finishKeyfile() bool {
 	k := d.s.Keyfile
-	if !k.Rolling {
-		return false
-	}
-	if d.rolling() {
-		return true
-	}
-	d.emit(KeyfileStepRolled{Request: k.Request, Step: k.Step})
-	return true
+	return d.finishStep(k.Rolling, KeyfileStepRolled{Request: k.Request, Step: k.Step})
 }
 
 // keyfileUnfinished says what a keyfile rotation still waits for, "" when

@@ -41,6 +41,20 @@ func (d *decider) rolling() bool {
 	return false
 }
 
+// finishStep ends the step of a procedure whose every step is a rolling
+// restart (a TLS mode step, a keyfile or CA rotation step) once no member
+// rolls any more: it emits done. It returns true while a step (stepping)
+// is under way.
+func (d *decider) finishStep(stepping bool, done Event) bool {
+	if !stepping {
+		return false
+	}
+	if !d.rolling() {
+		d.emit(done)
+	}
+	return true
+}
+
 // roll restarts one out-of-date member when every member is healthy: the
 // arbiter first, then secondaries, highest ordinal first, the primary last and only after it
 // stepped down, so no restart ever takes more than one member away.

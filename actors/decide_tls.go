@@ -81,14 +81,7 @@ func (d *decider) tlsChange() bool {
 // healthy; it returns true while a step is under way.
 func (d *decider) finishTLS() bool {
 	t := d.s.TLS
-	if !t.Stepping() {
-		return false
-	}
-	if d.rolling() {
-		return true
-	}
-	d.emit(TLSStepFinished{Mode: t.Mode()})
-	return true
+	return d.finishStep(t.Stepping(), TLSStepFinished{Mode: t.Mode()})
 }
 
 // tlsUnfinished says what a TLS change still waits for, "" when none.
