@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -126,9 +127,16 @@ func yesNo(b bool) string {
 	return "NO"
 }
 
-// kindsOf lists the kinds a run could use or used, in FaultKinds' order.
+// kindsOf lists the kinds a run could use or used, in FaultKinds' order,
+// then the kinds of a scenario's own faults (not in FaultKinds) by name.
 func kindsOf(h *History, used map[FaultKind]int) []FaultKind {
-	var out []FaultKind
+	var out, own []FaultKind
+	for k := range used {
+		if !slices.Contains(FaultKinds, k) {
+			own = append(own, k)
+		}
+	}
+	slices.Sort(own)
 	for _, k := range FaultKinds {
 		if used[k] > 0 || len(h.Kinds) == 0 {
 			out = append(out, k)
@@ -141,7 +149,7 @@ func kindsOf(h *History, used map[FaultKind]int) []FaultKind {
 			}
 		}
 	}
-	return out
+	return append(out, own...)
 }
 
 // report is report.json: the History's JSON fields and the Verdict.

@@ -74,6 +74,15 @@ var (
 	}
 )
 
+// faultColor is a kind's band colour; a scenario's own kind (not in
+// FaultKinds) has a neutral one.
+func faultColor(k FaultKind) string {
+	if c, ok := faultColors[k]; ok {
+		return c
+	}
+	return "#bcbd22"
+}
+
 func stateColor(s string) string {
 	if c, ok := stateColors[s]; ok {
 		return c
@@ -247,7 +256,7 @@ func renderTimeline(w io.Writer, h *History, v Verdict) error {
 	var bands []shape
 	for _, f := range faults {
 		fx := x(f.Start)
-		bands = append(bands, shape{X: fx, Y: bandTop, W: round1(max(x(f.Healed)-fx, 2)), H: y - bandTop, Fill: faultColors[f.Kind], Class: "fault",
+		bands = append(bands, shape{X: fx, Y: bandTop, W: round1(max(x(f.Healed)-fx, 2)), H: y - bandTop, Fill: faultColor(f.Kind), Class: "fault",
 			Title: fmt.Sprintf("fault %d %s on %s: %s to %s, Healthy %s; evidence: %s", f.ID, f.Kind, strings.Join(f.Targets, ", "),
 				at(h, f.Start), at(h, f.Healed), at(h, f.HealthyAt), f.Evidence)})
 		if !f.HealthyAt.IsZero() {

@@ -62,6 +62,10 @@ func (r *run) startSamplers(ctx context.Context, wg *sync.WaitGroup) {
 			wg.Add(1)
 			go func() { defer wg.Done(); r.sampleMember(ctx, t, h) }()
 		}
+		if t.trust != nil {
+			wg.Add(1)
+			go func() { defer wg.Done(); r.follow(ctx, t) }()
+		}
 	}
 	wg.Add(4)
 	go func() { defer wg.Done(); r.followLogs(ctx) }()
@@ -71,13 +75,17 @@ func (r *run) startSamplers(ctx context.Context, wg *sync.WaitGroup) {
 }
 
 // memberClient is a direct connection to one member with the admin
-// credentials (none for an arbiter, which holds no users).
+// credentials (none for an arbiter, which holds no users), over TLS when
+// the Mgors has spec.tls.
 func (t *target) memberClient(host string) (*mongo.Client, error) {
 	o := options.Client().SetHosts([]string{host}).SetDirect(true).SetAppName("mgors-chaos-sampler").
 		SetDialer(dialer()).SetServerSelectionTimeout(sampleTimeout).SetConnectTimeout(sampleTimeout).
 		SetRetryReads(false).SetRetryWrites(false).SetMaxPoolSize(2)
 	if !t.arbiter[host] {
 		o.SetAuth(options.Credential{AuthMechanism: "SCRAM-SHA-256", AuthSource: "admin", Username: t.user, Password: t.password})
+	}
+	if t.trust != nil {
+		o.SetTLSConfig(t.trust.config())
 	}
 	return mongo.Connect(o)
 }

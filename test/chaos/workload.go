@@ -50,6 +50,9 @@ type target struct {
 	// arbiter marks the arbiters among them.
 	hosts   []string
 	arbiter map[string]bool
+	// trust is the CAs its clients verify the members against (tls.go); nil
+	// without spec.tls, when they connect without TLS.
+	trust *trust
 	// ids and values hand out the unique inserted ids and register values.
 	ids, values atomic.Int64
 }
@@ -73,6 +76,9 @@ func (r *run) newTarget(ctx context.Context, m *v1alpha1.Mgors) (*target, error)
 		h := kube.ArbiterHost(m, i, "cluster.local")
 		t.hosts, t.arbiter[h] = append(t.hosts, h), true
 	}
+	if t.trust, err = r.newTrust(ctx, m); err != nil {
+		return nil, err
+	}
 	return t, nil
 }
 
@@ -83,7 +89,7 @@ func dialer() *net.Dialer {
 
 // appClient connects as an application in the cluster would: the seed list and
 // replica set of the connection string, the admin credentials, retryable writes
-// and reads on (the driver's defaults).
+// and reads on (the driver's defaults); TLS when the Mgors has spec.tls.
 func (t *target) appClient() (*mongo.Client, error) {
 	u, err := url.Parse(t.uri)
 	if err != nil {
@@ -96,6 +102,9 @@ func (t *target) appClient() (*mongo.Client, error) {
 		SetAuth(options.Credential{AuthSource: "admin", Username: t.user, Password: t.password}).
 		SetDialer(dialer()).SetServerSelectionTimeout(opTimeout).SetConnectTimeout(3 * time.Second).
 		SetWriteConcern(writeconcern.Majority()).SetReadPreference(readpref.Primary())
+	if t.trust != nil {
+		o.SetTLSConfig(t.trust.config())
+	}
 	return mongo.Connect(o)
 }
 
