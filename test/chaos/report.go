@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -126,19 +128,24 @@ func yesNo(b bool) string {
 	return "NO"
 }
 
-// kindsOf lists the kinds a run could use or used, in FaultKinds' order.
+// kindsOf lists the kinds a run could use or used, in FaultKinds' order,
+// then the kinds a Scenario recorded (ScenarioKinds, then any other by
+// name), so each has its row in the summary.
 func kindsOf(h *History, used map[FaultKind]int) []FaultKind {
 	var out []FaultKind
 	for _, k := range FaultKinds {
-		if used[k] > 0 || len(h.Kinds) == 0 {
+		if used[k] > 0 || len(h.Kinds) == 0 || slices.Contains(h.Kinds, k) {
 			out = append(out, k)
-			continue
 		}
-		for _, c := range h.Kinds {
-			if c == k {
-				out = append(out, k)
-				break
-			}
+	}
+	for _, k := range ScenarioKinds {
+		if used[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(used)) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
 	return out
