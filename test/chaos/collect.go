@@ -164,15 +164,18 @@ func (r *run) majorityAnswered(t *target, at time.Time) bool {
 // secrets are the values of every Secret of the run's clusters (labelled with
 // or owned by a Mgors), for the secret scan; a user name is not one (the
 // operator's user, mgors-operator, is named like its Deployment and Lease,
-// and mongod logs who authenticated).
+// and mongod logs who authenticated); and the values a Scenario retired
+// (Scene.KeepSecret).
 func (r *run) secrets(ctx context.Context) []string {
+	r.mu.Lock()
+	out := append([]string(nil), r.kept...)
+	r.mu.Unlock()
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	l, err := r.kube.CoreV1().Secrets(r.ns).List(lctx, metav1.ListOptions{})
 	if err != nil {
-		return nil
+		return out
 	}
-	var out []string
 	for _, s := range l.Items {
 		owned := s.Labels[kube.LabelCluster] != ""
 		for _, o := range s.OwnerReferences {

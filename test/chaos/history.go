@@ -113,6 +113,20 @@ const (
 var FaultKinds = []FaultKind{KillMongod, DeletePod, PausePrimary, PartitionPrimary,
 	PartitionMinority, KillOperatorLeader, RestartControlPlane, NodeDown, MajorityLoss}
 
+// KeyfileRotation is not a fault but an operation a Scenario runs under the
+// workload (test/recovery): the keyfile rotation a person asks for with
+// mgors.io/rotate-keyfile, whose three steps each restart the members one
+// at a time (no member is away for longer than its restart). Its record
+// starts at the request and is healed when the operator recorded
+// KeyfileRotated, so the Healthy bound and the write gap judge the
+// rotation's own disruption; Happened means the keyfile Secret holds one
+// new key. The schedule never picks it.
+const KeyfileRotation FaultKind = "keyfile-rotation"
+
+// ScenarioKinds are the kinds only a Scenario records, in the report's
+// order after FaultKinds.
+var ScenarioKinds = []FaultKind{KeyfileRotation, RotateCA}
+
 // Fault is one injected fault.
 type Fault struct {
 	ID   int       `json:"id"`

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,28 +129,26 @@ func yesNo(b bool) string {
 }
 
 // kindsOf lists the kinds a run could use or used, in FaultKinds' order,
-// then the kinds of a scenario's own faults (not in FaultKinds) by name.
+// then the kinds a Scenario recorded (ScenarioKinds, then any other by
+// name), so each has its row in the summary.
 func kindsOf(h *History, used map[FaultKind]int) []FaultKind {
-	var out, own []FaultKind
-	for k := range used {
-		if !slices.Contains(FaultKinds, k) {
-			own = append(own, k)
-		}
-	}
-	slices.Sort(own)
+	var out []FaultKind
 	for _, k := range FaultKinds {
-		if used[k] > 0 || len(h.Kinds) == 0 {
+		if used[k] > 0 || len(h.Kinds) == 0 || slices.Contains(h.Kinds, k) {
 			out = append(out, k)
-			continue
-		}
-		for _, c := range h.Kinds {
-			if c == k {
-				out = append(out, k)
-				break
-			}
 		}
 	}
-	return append(out, own...)
+	for _, k := range ScenarioKinds {
+		if used[k] > 0 {
+			out = append(out, k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(used)) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // report is report.json: the History's JSON fields and the Verdict.

@@ -205,6 +205,32 @@ func TestSummaryNamesSeedFiguresAndOps(t *testing.T) {
 	}
 }
 
+// A kind only a Scenario records (ScenarioKinds, or a test's own) has its
+// row in the summary after the schedule's kinds, with its time to Healthy.
+func TestSummaryListsScenarioKinds(t *testing.T) {
+	h := good()
+	h.Kinds = []FaultKind{KillMongod}
+	h.Faults = append(h.Faults,
+		Fault{ID: 2, Kind: KeyfileRotation, Cluster: cA, Targets: []string{"a-keyfile"}, Start: sec(30), Healed: sec(50), Happened: true, HealthyAt: sec(52)},
+		Fault{ID: 3, Kind: "whole-set-restart", Cluster: cA, Targets: []string{"a-0"}, Start: sec(53), Healed: sec(53), Happened: true, HealthyAt: sec(56)})
+	var b bytes.Buffer
+	Summary(&b, h, Check(h, Bounds{}))
+	out := b.String()
+	for _, want := range []string{"faults: 3, kill-mongod 1, keyfile-rotation 1, whole-set-restart 1", "keyfile-rotation   2s / 2s / 2s (1)",
+		"whole-set-restart  3s / 3s / 3s (1)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
+		}
+	}
+	var tl bytes.Buffer
+	if err := renderTimeline(&tl, h, Check(h, Bounds{})); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tl.String(), string(KeyfileRotation)) {
+		t.Error("the timeline lacks keyfile-rotation")
+	}
+}
+
 func TestReportReadBackJudgesTheSame(t *testing.T) {
 	h := busy()
 	h.Logs, h.Secrets = nil, nil // never written, so not read back

@@ -7,6 +7,7 @@ import (
 	"html/template"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -68,6 +69,7 @@ var (
 	faultColors = map[FaultKind]string{
 		KillMongod: "#d62728", DeletePod: "#ff7f0e", PausePrimary: "#9467bd", PartitionPrimary: "#8c564b",
 		PartitionMinority: "#e377c2", KillOperatorLeader: "#2ca02c", RestartControlPlane: "#17becf", NodeDown: "#7f7f7f",
+		KeyfileRotation: "#bcbd22",
 	}
 	stateColors = map[string]string{
 		"PRIMARY": "#1f4e9c", "SECONDARY": "#9ec3ee", "ARBITER": "#c9c9c9", "unreachable": "#e0413a", "other": "#f2b134",
@@ -270,6 +272,11 @@ func renderTimeline(w io.Writer, h *History, v Verdict) error {
 
 	for _, k := range FaultKinds {
 		tl.Legend = append(tl.Legend, legendItem{faultColors[k], string(k)})
+	}
+	for _, k := range ScenarioKinds {
+		if slices.ContainsFunc(h.Faults, func(f Fault) bool { return f.Kind == k }) {
+			tl.Legend = append(tl.Legend, legendItem{faultColors[k], string(k)})
+		}
 	}
 	for _, s := range []string{"PRIMARY", "SECONDARY", "ARBITER", "unreachable", "other"} {
 		tl.Legend = append(tl.Legend, legendItem{stateColors[s], s})

@@ -71,6 +71,8 @@ type run struct {
 	mu sync.Mutex
 	// expected maps a pod (ns/name) to the fault about to delete it.
 	expected map[string]int
+	// kept are secret values a Scenario retired (Scene.KeepSecret).
+	kept []string
 }
 
 // recorder collects the history from many goroutines.

@@ -80,3 +80,13 @@ func (s *Scene) Record(f Fault) int {
 	s.r.rec.h.Faults = append(s.r.rec.h.Faults, f)
 	return f.ID
 }
+
+// KeepSecret adds to the run's secret scan values its Secrets no longer
+// hold at the end, such as the key a keyfile rotation retired: no log,
+// Event, event log or status may show them either, and the report redacts
+// them. Give each key alone, never a composite value.
+func (s *Scene) KeepSecret(values ...string) {
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	s.r.kept = append(s.r.kept, values...)
+}

@@ -172,8 +172,9 @@ func endToEnd(t *testing.T) {
 }
 
 // verdict judges a run with the chaos checker, logs its summary and every
-// fault, and fails on each violation whose property is not expected.
-func verdict(t *testing.T, h *chaos.History, healthy time.Duration, expected ...string) {
+// fault, fails on each violation whose property is not expected, and
+// returns the judgement.
+func verdict(t *testing.T, h *chaos.History, healthy time.Duration, expected ...string) chaos.Verdict {
 	t.Helper()
 	v := chaos.Check(h, chaos.Bounds{Healthy: healthy})
 	var sum strings.Builder
@@ -188,4 +189,5 @@ func verdict(t *testing.T, h *chaos.History, healthy time.Duration, expected ...
 			t.Errorf("%+v", viol)
 		}
 	}
+	return v
 }
