@@ -117,12 +117,17 @@ func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOption
 func (i *Informers) MgorsInformer() cache.SharedIndexInformer { return i.mgors }
 
 // Owned are the informers of the objects whose changes wake a cluster's
-// actor, by the word the dispatcher names them with.
+// actor, by the word the dispatcher names them with. The Secrets' informer
+// holds every Secret of the namespaces watched: only those a Mgors owns (the
+// operator's certificate, keyfile, credentials) wake its actor, so a
+// certificate renewed or a keyfile rotation's write is seen at once rather
+// than at the next --interval.
 func (i *Informers) Owned() map[string]cache.SharedIndexInformer {
 	return map[string]cache.SharedIndexInformer{
 		"pod":         i.owned.Core().V1().Pods().Informer(),
 		"statefulset": i.owned.Apps().V1().StatefulSets().Informer(),
 		"pvc":         i.owned.Core().V1().PersistentVolumeClaims().Informer(),
+		"secret":      i.all.Core().V1().Secrets().Informer(),
 	}
 }
 
