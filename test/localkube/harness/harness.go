@@ -197,6 +197,11 @@ func acquire() (*shared, error) {
 		if n := os.Getenv("LOCALKUBE_NODES"); n != "" {
 			args = append(args, "--nodes", n)
 		}
+		// The pods' programs: LOCALKUBE_BIN_DIR, as for a cluster of a test's
+		// own (Own); localkube's default is the repository's bin/.
+		if b := os.Getenv("LOCALKUBE_BIN_DIR"); b != "" {
+			args = append(args, "--workload-bin", b)
+		}
 		if err := s.localkubeCmd(args...); err != nil {
 			return nil, err
 		}
