@@ -129,9 +129,11 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     (decide_storage.go). After the rolling restart, the runtime options
 //     of spec.config are applied to members that lack them
 //     (decide_config.go); a change of the spec's mongod options is
-//     recorded with rule 4's version check. A keyfile rotation a person
-//     asked for (decide_keyfile.go) writes its steps with rule 4's TLS
-//     step, and each step's roll ends in Recovering like a TLS step.
+//     recorded with rule 4's version check. A keyfile or CA rotation a
+//     person asked for (decide_keyfile.go, decide_ca.go) writes its steps
+//     with rule 4's TLS step, after the certificate is recorded
+//     (decide_cert.go), and each step's roll ends in Recovering like a TLS
+//     step.
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
