@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
@@ -163,15 +161,5 @@ func (a *Applier) RotateKeyfile(ctx context.Context, m *v1alpha1.Mgors, step int
 		return fmt.Errorf("keyfile Secret %s holds keys %s: not the keyfile before step %d of the rotation from %s to %s",
 			name, strings.Join(fps, ","), step, old, next)
 	}
-	// A merge patch (the operator's role may patch Secrets, not update
-	// them) bound to the resourceVersion read.
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": cur.ResourceVersion},
-		"data": map[string][]byte{v1alpha1.KeyfileSecretKey: keyfileData(want)}})
-	if err != nil {
-		return err
-	}
-	_, err = bounded(ctx, a, func(ctx context.Context) (*corev1.Secret, error) {
-		return c.Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	})
-	return err
+	return a.patchSecretData(ctx, m.Namespace, name, cur.ResourceVersion, map[string][]byte{v1alpha1.KeyfileSecretKey: keyfileData(want)})
 }
