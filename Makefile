@@ -24,10 +24,20 @@ GOTESTSUM := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)
 # Test flags: TEST_PKGS narrows `make test`, TEST_FLAGS sets go test flags. Every
 # test runs under the race detector (mongod-sim's tests then build mongod-sim with it
 # too, and fail on any race it reports); TEST_FLAGS= turns it off.
-# The three packages that each start a local cluster and run for about 20 minutes
-# come first: go test runs two test binaries at a time (-p is the number of cores),
-# in the order given, so they start early and the short packages fill in beside them.
-TEST_PKGS ?= ./test/e2e/... ./test/localkube/cluster/... ./test/recovery/... ./...
+#
+# go test runs two test binaries at a time (-p is the number of cores), started in
+# the order given. One local cluster runs on the machine at a time
+# (test/localkube/harness): the packages that share one (SHARED_PKGS) use it
+# together, then the packages that each start clusters of their own
+# (EXCLUSIVE_PKGS) take the machine one test at a time. The shared ones come first,
+# the end-to-end tests leading; the unit packages follow, to run beside them
+# rather than beside the exclusive ones, which come last and whose clusters run
+# one after the other whatever the order.
+SHARED_PKGS = ./test/e2e ./test/localkube ./test/localkube/harness ./test/localkube/kubelet/e2e
+EXCLUSIVE_PKGS = ./test/recovery ./test/chaos ./test/localkube/cluster ./test/localkube/fault
+MODULE = $(shell $(GO) list -m)
+UNIT_PKGS = $(shell $(GO) list ./... | grep -vxF $(foreach p,$(SHARED_PKGS) $(EXCLUSIVE_PKGS),-e $(MODULE)/$(p:./%=%)))
+TEST_PKGS ?= $(SHARED_PKGS) $(UNIT_PKGS) $(EXCLUSIVE_PKGS)
 TEST_FLAGS ?= -race
 TEST_TIMEOUT ?= 50m
 

@@ -27,6 +27,7 @@ import (
 // the new CA alone verifies, the writes made before are there, and the
 // steps are Events.
 func TestCARotatedOnARunningSet(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

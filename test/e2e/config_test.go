@@ -22,6 +22,7 @@ import (
 // startup option, rolls the members one at a time; the Events, the column
 // and kubectl explain say so.
 func TestConfigRuntimeAndRestart(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

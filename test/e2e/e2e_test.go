@@ -28,6 +28,12 @@ import (
 	"github.com/mgors/operator/test/localkube/harness"
 )
 
+// TestMain runs the tests on the shared cluster. A test that only creates
+// Mgors in its own namespace for the operator deployed from deploy/ calls
+// t.Parallel(), and runs beside the others (go test's -parallel, the number of
+// cores, at a time) once the serial tests have ended. A serial test is one
+// that stops or replaces that operator (pauseInClusterOperator,
+// withoutOperator) or installs the CRD (installCRD): it must not overlap.
 func TestMain(m *testing.M) {
 	harness.CheckEachNamespace(scanForSecrets)
 	os.Exit(harness.Main(m))
@@ -221,6 +227,7 @@ func TestKubectlExplainAndGet(t *testing.T) {
 // apply to Healthy: one primary, members named by DNS; deleting it removes the
 // pods and keeps the volumes (reclaim Retain, the default).
 func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()
@@ -318,6 +325,7 @@ func TestOperatorBringsTheSampleToHealthy(t *testing.T) {
 
 // With reclaim Delete the volumes go with the Mgors.
 func TestReclaimDeleteRemovesVolumes(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()
@@ -335,6 +343,7 @@ func TestReclaimDeleteRemovesVolumes(t *testing.T) {
 
 // A cluster that cannot make progress says why instead of waiting silently.
 func TestStalledConditionsSayWhy(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

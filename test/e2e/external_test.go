@@ -30,6 +30,7 @@ import (
 // The names do not resolve here: the test dials the member's own address
 // and sends the external name as SNI, as a client outside would after DNS.
 func TestExternalAccessNodePortHorizons(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

@@ -25,6 +25,7 @@ import (
 // annotation, and the set ends Healthy on one new key with every member
 // reachable; the event log holds each step, named by fingerprints.
 func TestKeyfileRotatedOnARunningSet(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

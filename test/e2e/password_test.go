@@ -20,6 +20,7 @@ import (
 // operator applies as __system after its login is refused. The old passwords
 // stop working, the changes are Events, and no password shows in them.
 func TestChangedPasswordsAreApplied(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

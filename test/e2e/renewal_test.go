@@ -42,6 +42,7 @@ import (
 // Healthy, no moment took more than one member away, the writes made before
 // are all there, and kubectl describe shows CertificateRenewed.
 func TestCertificateRenewedOnARunningSet(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

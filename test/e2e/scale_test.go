@@ -22,6 +22,7 @@ import (
 // spec change to recording it and to its first action (a measurement, not
 // an assertion).
 func TestScaleUpThreeToFive(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

@@ -44,6 +44,7 @@ func waitSecret(t *testing.T, env *harness.Env, name, what string, cond func(*co
 // Mgors' deletion lets it go (and unprotects the credentials, which reclaim
 // Retain keeps).
 func TestKeyfileSecretDeletedIsHeld(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

@@ -27,6 +27,7 @@ import (
 // reach the size, no member restarts (same pod UIDs and restart counts), the
 // steps are Events, and a later template change still rolls the members.
 func TestStorageGrowsWithoutRestarts(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()
@@ -145,6 +146,7 @@ func podRuns(t *testing.T, env *harness.Env, name string) string {
 // PersistentVolumeClaimResize admission plugin): localkube's own class allows
 // it, a class without allowVolumeExpansion does not.
 func TestExpansionRefusedWithoutAllowVolumeExpansion(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	ctx := context.Background()
 	immediate := storagev1.VolumeBindingImmediate

@@ -27,6 +27,7 @@ import (
 // without TLS is refused; with the CA of the certificate Secret it verifies
 // the member's name and logs in.
 func TestTLSClusterIsHealthyAndRefusesPlainClients(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

@@ -29,6 +29,7 @@ import (
 // member away, the status' connection string follows, every step is an
 // Event, and the writes made before are all there after.
 func TestTLSTurnedOnAndOffForARunningSet(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

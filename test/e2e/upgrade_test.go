@@ -26,6 +26,7 @@ import (
 // holds the writes made before. A downgrade below the FCV is then refused
 // with a condition, and nothing rolls.
 func TestUpgrade60To70(t *testing.T) {
+	t.Parallel()
 	env := harness.Cluster(t)
 	deployOperator(t, env)
 	ctx := context.Background()

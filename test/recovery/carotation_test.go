@@ -3,7 +3,6 @@ package recovery
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -16,44 +15,11 @@ import (
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/chaos"
-	"github.com/mgors/operator/test/localkube/harness"
 )
 
 // rotateBound bounds a CA rotation of a 3-member set: three rolling
 // restarts.
 const rotateBound = 5 * time.Minute
-
-// TestCARotationUnderLoad rotates the CA the operator keeps for a
-// requireTLS 3-member set while the chaos workload writes and reads over
-// TLS (issue 14). The clients trust what ca.crt holds, re-read as an
-// application re-reads its mounted file, so they go through [old],
-// [old, new] and [new] as the members do. The checker finds nothing lost,
-// the registers linearizable, one primary per term; the rotation ends with
-// ca.crt holding one CA other than the first, the annotation removed, the
-// steps in the event log, and the workload acknowledged after it (the
-// members then present certificates of the new CA alone).
-func TestCARotationUnderLoad(t *testing.T) {
-	endToEnd(t)
-	began := time.Now()
-	repo, dir := upCluster(t)
-	m := sampleMgors(t, repo)
-	m.Name = "carot"
-	m.Spec.TLS = &v1alpha1.TLSSpec{Mode: "requireTLS"}
-
-	var cr caRotation
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	cfg := chaos.Config{Dir: dir, Repo: repo, Log: harness.Logger(t), Healthy: healthyBound,
-		ReportDir: filepath.Join(repo, ".cache", "recovery-carotation"),
-		Clusters:  []*v1alpha1.Mgors{m}, Scenario: cr.run}
-	h, err := chaos.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verdict(t, h, cfg.Healthy)
-	cr.judge(t, h, written(t, h.Logs["eventlog/"+h.Clusters[0]]))
-	t.Logf("the run took %s (chaos.Run %s)", time.Since(began).Round(time.Second), h.Ended.Sub(h.Started).Round(time.Second))
-}
 
 // caRotation asks for a CA rotation and waits until it is over.
 type caRotation struct {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,46 +17,11 @@ import (
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/test/chaos"
-	"github.com/mgors/operator/test/localkube/harness"
 )
 
 // rotationBound bounds a keyfile rotation: three rolling restarts of three
 // members, each primary after a step-down.
 const rotationBound = 6 * time.Minute
-
-// TestKeyfileRotationUnderLoad (issue 14): the keyfile of a 3-member set
-// rotated on a person's request (mgors.io/rotate-keyfile) while the chaos
-// workload writes and reads. The three steps restart the members one at a
-// time; the rotation must lose nothing: the checker finds no violation at
-// all (no acknowledged write lost, the registers linearizable, one primary
-// per term, Healthy after the rotation within the bound, no secret in any
-// log, the retired key included), the keyfile Secret ends on one key other
-// than before (compared by fingerprint), the event log holds every step in
-// order, and no moment took more than one member pod away.
-func TestKeyfileRotationUnderLoad(t *testing.T) {
-	endToEnd(t)
-	begin := time.Now()
-	repo, dir := upCluster(t)
-	m := sampleMgors(t, repo)
-	m.Name = "keyfile"
-
-	var kr keyfileRotation
-	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
-	defer cancel()
-	cfg := chaos.Config{Dir: dir, Repo: repo, Log: harness.Logger(t), Healthy: healthyBound,
-		ReportDir: filepath.Join(repo, ".cache", "recovery-keyfile"),
-		Clusters:  []*v1alpha1.Mgors{m},
-		Scenario:  kr.run}
-	h, err := chaos.Run(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := verdict(t, h, cfg.Healthy)
-	key := h.Clusters[0]
-	kr.judge(t, written(t, h.Logs["eventlog/"+key]), h, v)
-	t.Logf("keyfile rotation under load: the run took %s (%s with the cluster's start and stop so far)",
-		h.Ended.Sub(h.Started).Round(time.Second), time.Since(begin).Round(time.Second))
-}
 
 // keyfileRotation asks the operator to rotate the keyfile of the run's
 // cluster and waits until it recorded KeyfileRotated and the set is Healthy,
