@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mgors/operator/kube"
@@ -13,9 +14,12 @@ import (
 //  1. The first certificate seen is recorded (CertificateObserved): the
 //     members start with it.
 //  2. A certificate the operator issued is renewed, from the same CA, once
-//     it is within a third of its life of expiry (kube.RenewalDue), while
-//     the set is Healthy and no TLS step runs (RenewCertificate, bound to
-//     the Secret's resourceVersion).
+//     it is within a third of its life of expiry (kube.RenewalDue), or once
+//     it lacks a name the members are reached by (kube.CertificateLacks: an
+//     external host added to spec.externalAccess.members, a certificate of
+//     an older operator), while the set is Healthy and no TLS step runs
+//     (RenewCertificate, bound to the Secret's resourceVersion; the new
+//     certificate names the spec's names).
 //  3. A certificate Secret that holds another certificate than recorded
 //     (renewed by the operator, by the user's issuer such as cert-manager,
 //     or reissued after a deletion) is recorded (CertificateRenewed, an
@@ -45,6 +49,9 @@ type CertificateView struct {
 	// certificate, "" when none of them did.
 	CAs      []string
 	IssuedBy string
+	// Lacks are the names the members are reached by that the certificate
+	// does not cover (kube.CertificateLacks), in kube.MemberDNSNames' order.
+	Lacks []string
 }
 
 // certificate records the members' certificate and renews the one the
@@ -66,12 +73,17 @@ func (d *decider) certificate() bool {
 		return true
 	case !c.Issued || d.s.Phase != v1alpha1.PhaseHealthy || t.Stepping() || d.s.CA.Rotating():
 		return false
+	}
+	reason := fmt.Sprintf("the members' certificate (serial %s) expires at %s: renewed in the last third of its life",
+		c.Serial, c.NotAfter.UTC().Format(time.RFC3339))
+	switch {
+	case len(c.Lacks) > 0:
+		reason = fmt.Sprintf("the members' certificate (serial %s) does not name %s: reissued with every name the members are reached by",
+			c.Serial, strings.Join(c.Lacks, ", "))
 	case !kube.RenewalDue(kube.Certificate{Serial: c.Serial, NotBefore: c.NotBefore, NotAfter: c.NotAfter}, d.in.Now):
 		return false
 	}
 	d.act(Action{Kind: ActRenewCertificate, Credential: Credential{Secret: c.Secret, SecretVersion: c.Version}},
-		ActionStarted{Target: c.Secret, Secret: c.Secret, SecretVersion: c.Version,
-			Reason: fmt.Sprintf("the members' certificate (serial %s) expires at %s: renewed in the last third of its life",
-				c.Serial, c.NotAfter.UTC().Format(time.RFC3339))})
+		ActionStarted{Target: c.Secret, Secret: c.Secret, SecretVersion: c.Version, Reason: reason})
 	return true
 }

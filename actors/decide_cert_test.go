@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,6 +76,31 @@ func TestCertificateRenewedInTheLastThird(t *testing.T) {
 	d = Decide(s, in)
 	if d.Action == nil || d.Action.Kind != ActRestartMember || d.Action.Host != "demo-2" {
 		t.Fatalf("want demo-2 restarted first: %+v", d.Action)
+	}
+}
+
+// A certificate the operator issued that lacks a name the members are
+// reached by (an external host added to the spec) is reissued at once, long
+// before it is due, and the reason names what it lacked; a user's
+// certificate is left to its issuer.
+func TestCertificateLackingANameIsReissued(t *testing.T) {
+	w, s := certWorld(t, true, 90*time.Second)
+	w.obs.Certificate.Lacks = []string{"db-0.example.com"}
+	in := w.in()
+	in.Now = t0.Add(time.Second)
+	d := Decide(s, in)
+	if d.Action == nil || d.Action.Kind != ActRenewCertificate || d.Action.Credential.SecretVersion != "7" {
+		t.Fatalf("want a reissue bound to version 7: %+v %v", d.Action, types(d))
+	}
+	started, ok := d.Events[len(d.Events)-1].(ActionStarted)
+	if !ok || !strings.Contains(started.Reason, "does not name db-0.example.com") {
+		t.Fatalf("the reason does not say what the certificate lacked: %+v", d.Events)
+	}
+
+	w, s = certWorld(t, false, 90*time.Second)
+	w.obs.Certificate.Lacks = []string{"db-0.example.com"}
+	if d := Decide(s, w.in()); d.Action != nil {
+		t.Fatalf("the user's certificate reissued: %+v", d.Action)
 	}
 }
 

@@ -92,17 +92,19 @@ func (w *KubeWorld) observeCertificate(ctx context.Context, m *v1alpha1.Mgors, o
 			return fmt.Errorf("reading the CA Secret %s: %w", caName, err)
 		}
 	}
-	o.Certificate = certificateView(m, sec, ca)
+	o.Certificate = certificateView(m, w.ClusterDomain, sec, ca)
 	return nil
 }
 
 // certificateView is what decisions need of the certificate Secret sec and
 // the CA Secret ca (the same Secret unless spec.tls.caSecretRef names
 // one): its version, the certificate's serial and life, whether the
-// operator issued it, the CAs trusted and the one that issued it; nil when
+// operator issued it, the CAs trusted and the one that issued it, and the
+// names of m's members it lacks (kube.MemberDNSNames: m is the spec the
+// members run, as for the renewal, which issues for the same names); nil when
 // tls.crt cannot be read (EnsureObjects or the user's Secret check says
 // why).
-func certificateView(m *v1alpha1.Mgors, sec, ca *corev1.Secret) *CertificateView {
+func certificateView(m *v1alpha1.Mgors, clusterDomain string, sec, ca *corev1.Secret) *CertificateView {
 	c, err := kube.ParseCertificate(sec)
 	if err != nil {
 		return nil
@@ -110,5 +112,6 @@ func certificateView(m *v1alpha1.Mgors, sec, ca *corev1.Secret) *CertificateView
 	_, cas := kube.CAs(ca.Data[kube.TLSCAKey])
 	return &CertificateView{Secret: sec.Name, Version: sec.ResourceVersion, Serial: c.Serial,
 		NotBefore: c.NotBefore, NotAfter: c.NotAfter, Issued: kube.IssuesCertificates(m),
-		CAs: cas, IssuedBy: kube.IssuedBy(sec, ca.Data[kube.TLSCAKey])}
+		CAs: cas, IssuedBy: kube.IssuedBy(sec, ca.Data[kube.TLSCAKey]),
+		Lacks: kube.CertificateLacks(sec, kube.MemberDNSNames(m, clusterDomain))}
 }

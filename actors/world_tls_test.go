@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -191,7 +192,19 @@ func TestKubeWorldObservesAndRenewsTheCertificate(t *testing.T) {
 		t.Fatal(err)
 	}
 	second := observe()
-	if second.Serial == first.Serial {
-		t.Fatalf("not renewed: %+v", second)
+	if second.Serial == first.Serial || first.Lacks != nil || second.Lacks != nil {
+		t.Fatalf("not renewed, or lacking names: %+v", second)
+	}
+	// An external host added to the spec the members run: the observation
+	// says the certificate lacks it until the renewal, which issues for it.
+	m.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Members: []v1alpha1.ExternalMember{{Ordinal: 0, Host: "db-0.example.com"}}}
+	if lacks := observe().Lacks; !slices.Equal(lacks, []string{"db-0.example.com"}) {
+		t.Fatalf("lacks %v; want the external host", lacks)
+	}
+	if err := w.Act(ctx, m, Action{Kind: ActRenewCertificate, Credential: Credential{Secret: second.Secret, SecretVersion: second.Version}}); err != nil {
+		t.Fatal(err)
+	}
+	if third := observe(); third.Serial == second.Serial || third.Lacks != nil {
+		t.Fatalf("not reissued for the external host: %+v", third)
 	}
 }

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -275,6 +277,34 @@ func ParseCertificate(sec *corev1.Secret) (Certificate, error) {
 		return Certificate{}, fmt.Errorf("the Secret %s: %w", sec.Name, err)
 	}
 	return Certificate{Serial: c.SerialNumber.Text(16), NotBefore: c.NotBefore, NotAfter: c.NotAfter}, nil
+}
+
+// CertificateLacks are the names of names that the leaf certificate of a
+// certificate Secret's tls.crt does not cover, in their order: a name is
+// covered as TLS clients check it (x509's VerifyHostname, so a member added
+// later is covered by the wildcard), and a wildcard name only by itself. A
+// Secret whose tls.crt cannot be read lacks nothing: ParseCertificate says
+// why.
+func CertificateLacks(sec *corev1.Secret, names []string) []string {
+	b, _ := pem.Decode(sec.Data[TLSCertKey])
+	if b == nil {
+		return nil
+	}
+	c, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		return nil
+	}
+	var lacks []string
+	for _, n := range names {
+		if strings.HasPrefix(n, "*.") {
+			if !slices.Contains(c.DNSNames, n) {
+				lacks = append(lacks, n)
+			}
+		} else if c.VerifyHostname(n) != nil {
+			lacks = append(lacks, n)
+		}
+	}
+	return lacks
 }
 
 // RenewalDue says whether a certificate is within a third of its lifetime

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -71,6 +72,47 @@ func TestIssuedCertificateNamesEveryMember(t *testing.T) {
 	caCert, _ := x509.ParseCertificate(ca.Bytes)
 	if !caCert.IsCA || leaf.NotAfter.After(caCert.NotAfter) {
 		t.Errorf("CA %v, leaf ends %v after the CA %v", caCert.IsCA, leaf.NotAfter, caCert.NotAfter)
+	}
+}
+
+// A certificate lacks nothing of the spec it was issued for, nor of a spec
+// with more members or arbiters (the wildcard covers their pods); it lacks
+// an external host added to spec.externalAccess.members, and the one issued
+// for that spec lacks nothing.
+func TestCertificateLacksOnlyNamesAddedOutsideTheWildcard(t *testing.T) {
+	m := sample(issuedTLS)
+	now := time.Now()
+	issuer, err := NewIssuerSecret(m, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec, err := NewCertificateSecret(m, issuer, "example.org", now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lacks := CertificateLacks(sec, MemberDNSNames(m, "example.org")); lacks != nil {
+		t.Fatalf("lacks %v of its own spec", lacks)
+	}
+	grown := m.DeepCopy()
+	grown.Spec.Members, grown.Spec.Arbiters = 7, 1
+	if lacks := CertificateLacks(sec, MemberDNSNames(grown, "example.org")); lacks != nil {
+		t.Fatalf("lacks %v of the spec with more members", lacks)
+	}
+	exposed := m.DeepCopy()
+	exposed.Spec.ExternalAccess = &v1alpha1.ExternalAccessSpec{Members: []v1alpha1.ExternalMember{
+		{Ordinal: 0, Host: "db-0.example.com:31000"}, {Ordinal: 1, Host: "db-1.example.com"}}}
+	if lacks := CertificateLacks(sec, MemberDNSNames(exposed, "example.org")); !slices.Equal(lacks, []string{"db-0.example.com", "db-1.example.com"}) {
+		t.Fatalf("lacks %v; want the two external hosts", lacks)
+	}
+	reissued, err := NewCertificateSecret(exposed, issuer, "example.org", now, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lacks := CertificateLacks(reissued, MemberDNSNames(exposed, "example.org")); lacks != nil {
+		t.Fatalf("the reissued certificate lacks %v", lacks)
+	}
+	if lacks := CertificateLacks(&corev1.Secret{}, MemberDNSNames(exposed, "example.org")); lacks != nil {
+		t.Fatalf("a Secret without a certificate lacks %v (ParseCertificate says why, not this)", lacks)
 	}
 }
 
