@@ -78,11 +78,11 @@ func (w *KubeWorld) observeExternal(m *v1alpha1.Mgors, o *Observation, missing *
 		case kube.ExternalServiceOutdated(svc, want):
 			*missing = append(*missing, "an up-to-date Service "+want.Name)
 		}
-		explicit := ""
+		explicit, field := m.Spec.ExternalAccess.Arbiter, "spec.externalAccess.arbiter"
 		if i < int(m.Spec.Members) {
-			explicit = m.ExternalHost(int32(i))
+			explicit, field = m.ExternalHost(int32(i)), "spec.externalAccess.members"
 		}
-		addr, why := kube.ExternalAddress(explicit, svc)
+		addr, why := kube.ExternalAddress(explicit, field, svc)
 		o.External[pod] = ExternalObserved{Address: addr, Why: why}
 	}
 	return nil

@@ -128,11 +128,12 @@ func (a *Applier) DeleteExternalService(ctx context.Context, m *v1alpha1.Mgors, 
 }
 
 // ExternalAddress is the external "host:port" of a member: explicit (from
-// spec.externalAccess.members, "host" taking the Service's port) or the
-// LoadBalancer's ingress host name. IP addresses are not addresses here:
-// mongod refuses them in horizons (TLS SNI carries DNS names only). It
-// returns "" and why when there is none yet.
-func ExternalAddress(explicit string, svc *corev1.Service) (string, string) {
+// field, spec.externalAccess.members or spec.externalAccess.arbiter, "host"
+// taking the Service's port) or the LoadBalancer's ingress host name. IP
+// addresses are not addresses here: mongod refuses them in horizons (TLS
+// SNI carries DNS names only). It returns "" and why when there is none
+// yet.
+func ExternalAddress(explicit, field string, svc *corev1.Service) (string, string) {
 	port := int32(v1alpha1.MongoPort)
 	if svc != nil && svc.Spec.Type == corev1.ServiceTypeNodePort {
 		port = 0
@@ -153,7 +154,7 @@ func ExternalAddress(explicit string, svc *corev1.Service) (string, string) {
 		return "", "its Service does not exist yet"
 	}
 	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
-		return "", fmt.Sprintf("a %s Service gives no DNS name: name it in spec.externalAccess.members (mongod refuses IP addresses in horizons)", svc.Spec.Type)
+		return "", fmt.Sprintf("a %s Service gives no DNS name: name it in %s (mongod refuses IP addresses in horizons)", svc.Spec.Type, field)
 	}
 	for _, in := range svc.Status.LoadBalancer.Ingress {
 		if in.Hostname != "" {
@@ -161,21 +162,27 @@ func ExternalAddress(explicit string, svc *corev1.Service) (string, string) {
 		}
 	}
 	if len(svc.Status.LoadBalancer.Ingress) > 0 {
-		return "", "its load balancer has an IP address and no host name: name it in spec.externalAccess.members (mongod refuses IP addresses in horizons)"
+		return "", "its load balancer has an IP address and no host name: name it in " + field + " (mongod refuses IP addresses in horizons)"
 	}
 	return "", "its load balancer has no address yet"
 }
 
-// ExternalHosts are the DNS names of m's explicit external addresses, for
-// the members' certificate (tls.go).
+// ExternalHosts are the DNS names of m's explicit external addresses, the
+// members' then the arbiter's, for the members' certificate (tls.go).
 func ExternalHosts(m *v1alpha1.Mgors) []string {
 	if m.Spec.ExternalAccess == nil {
 		return nil
 	}
 	var out []string
+	explicit := make([]string, 0, len(m.Spec.ExternalAccess.Members)+1)
 	for _, e := range m.Spec.ExternalAccess.Members {
-		h := e.Host
-		if host, _, err := net.SplitHostPort(e.Host); err == nil {
+		explicit = append(explicit, e.Host)
+	}
+	if a := m.Spec.ExternalAccess.Arbiter; a != "" {
+		explicit = append(explicit, a)
+	}
+	for _, h := range explicit {
+		if host, _, err := net.SplitHostPort(h); err == nil {
 			h = host
 		}
 		out = append(out, h)

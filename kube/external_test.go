@@ -57,11 +57,11 @@ func TestExternalAddress(t *testing.T) {
 		{"load balancer host name", "", lb(corev1.LoadBalancerIngress{IP: "1.2.3.4"}, corev1.LoadBalancerIngress{Hostname: "x.elb.example"}), "x.elb.example:27017", ""},
 		{"load balancer IP only", "", lb(corev1.LoadBalancerIngress{IP: "1.2.3.4"}), "", "IP address"},
 		{"load balancer pending", "", lb(), "", "no address yet"},
-		{"node port without a name", "", node, "", "gives no DNS name"},
+		{"node port without a name", "", node, "", "gives no DNS name: name it in spec.externalAccess.members"},
 		{"cluster IP without a name", "", cip, "", "gives no DNS name"},
 		{"no Service yet", "", nil, "", "does not exist yet"},
 	} {
-		addr, why := ExternalAddress(tc.explicit, tc.svc)
+		addr, why := ExternalAddress(tc.explicit, "spec.externalAccess.members", tc.svc)
 		if addr != tc.addr || (tc.why == "") != (why == "") || !strings.Contains(why, tc.why) {
 			t.Errorf("%s: %q %q, want %q %q", tc.name, addr, why, tc.addr, tc.why)
 		}

@@ -25,6 +25,11 @@ func TestSchemaExternalAccess(t *testing.T) {
 		{"spec: {" + tls + "externalAccess: {members: [{ordinal: 0, host: 'DB_0.example.com'}]}}", "must be a lower-case DNS name"},
 		{"spec: {" + tls + "externalAccess: {members: [{ordinal: 0, host: 'db.example.com:70000'}]}}", "the port must be 1 to 65535"},
 		{"spec: {" + tls + "externalAccess: {members: [{ordinal: 0, host: db.example.com}, {ordinal: 1, host: db.example.com}]}}", "must differ from member to member"},
+		{"spec: {" + tls + "arbiters: 1, externalAccess: {type: NodePort, members: [{ordinal: 0, host: db-0.example.com}], arbiter: 'arb.example.com:31009'}}", ""},
+		{"spec: {" + tls + "externalAccess: {arbiter: arb.example.com}}", "spec.externalAccess.arbiter needs spec.arbiters: 1"},
+		{"spec: {" + tls + "arbiters: 1, externalAccess: {arbiter: '10.0.0.9'}}", "spec.externalAccess.arbiter must be a DNS name, not an IP address"},
+		{"spec: {" + tls + "arbiters: 1, externalAccess: {arbiter: Arb.example.com}}", "spec.externalAccess.arbiter must be a lower-case DNS name"},
+		{"spec: {" + tls + "arbiters: 1, externalAccess: {members: [{ordinal: 0, host: db.example.com}], arbiter: db.example.com}}", "spec.externalAccess.arbiter must differ from every members[].host"},
 	} {
 		_, obj, err := crdcases.Case{Patch: tc.patch}.Objects()
 		if err != nil {

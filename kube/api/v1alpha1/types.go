@@ -62,6 +62,7 @@ type MgorsList struct {
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.tls) || has(self.tls) || (has(oldSelf.tls.mode) && oldSelf.tls.mode == 'allowTLS')",message="spec.tls can be removed only when spec.tls.mode is allowTLS: step the mode down first (requireTLS, preferTLS, allowTLS), so clients move to plain connections while members still serve both"
 // +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || has(self.tls)",message="spec.externalAccess needs spec.tls: MongoDB chooses a client's horizon by the TLS SNI name it connects with, so without TLS outside clients would be told the internal member names"
 // +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || !has(self.externalAccess.members) || self.externalAccess.members.all(e, e.ordinal < self.members)",message="spec.externalAccess.members[].ordinal must be less than spec.members"
+// +kubebuilder:validation:XValidation:rule="!has(self.externalAccess) || !has(self.externalAccess.arbiter) || (has(self.arbiters) && self.arbiters > 0)",message="spec.externalAccess.arbiter needs spec.arbiters: 1 (it is the arbiter's external DNS name)"
 type MgorsSpec struct {
 	// Members is the number of data-bearing members of the replica set. The
 	// operator grows and shrinks the set one member at a time, and never lets a

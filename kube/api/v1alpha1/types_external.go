@@ -34,6 +34,7 @@ const DefaultHorizon = "external"
 // same horizon names) until it has one.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.members) || self.members.all(a, self.members.exists_one(b, b.host == a.host))",message="spec.externalAccess.members[].host must differ from member to member: mongod refuses a host named twice across horizons"
+// +kubebuilder:validation:XValidation:rule="!has(self.arbiter) || !has(self.members) || self.members.all(a, a.host != self.arbiter)",message="spec.externalAccess.arbiter must differ from every members[].host: mongod refuses a host named twice across horizons"
 type ExternalAccessSpec struct {
 	// Type is the kind of the per-member Services: ClusterIP, NodePort or
 	// LoadBalancer (the default). Changing it changes the Services in place.
@@ -60,6 +61,17 @@ type ExternalAccessSpec struct {
 	// +listMapKey=ordinal
 	// +optional
 	Members []ExternalMember `json:"members,omitempty"`
+
+	// Arbiter is the external DNS name of the arbiter (spec.arbiters: 1),
+	// "host" or "host:port" as in members[]. mongod requires horizons of
+	// every member, the arbiter's too: with NodePort or ClusterIP Services
+	// an arbiter without it leaves every member without horizons.
+	// +kubebuilder:validation:MaxLength=259
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*(:[0-9]{1,5})?$')",message="spec.externalAccess.arbiter must be a lower-case DNS name with an optional :port, e.g. db-arbiter.example.com:27017"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('^[0-9.]+(:[0-9]+)?$')",message="spec.externalAccess.arbiter must be a DNS name, not an IP address: mongod refuses IP addresses in horizons (TLS SNI carries DNS names only)"
+	// +kubebuilder:validation:XValidation:rule="!self.contains(':') || (int(self.split(':')[1]) >= 1 && int(self.split(':')[1]) <= 65535)",message="spec.externalAccess.arbiter: the port must be 1 to 65535"
+	// +optional
+	Arbiter string `json:"arbiter,omitempty"`
 
 	// ServiceAnnotations are set on every per-member Service (a cloud's
 	// load-balancer options, for example).
