@@ -208,7 +208,7 @@ func TestClientAgainstMongodSim(t *testing.T) {
 	for i, h := range hosts {
 		desired = append(desired, DesiredMember{Ordinal: int32(i), Name: fmt.Sprint("m", i), Host: h, Votes: 1, Priority: 1})
 	}
-	settings := v1alpha1.ReplicaSetSettings{ElectionTimeoutMillis: new(int32(1000)), HeartbeatIntervalMillis: new(int32(200))}
+	settings := v1alpha1.ReplicaSetSettings{ElectionTimeoutMillis: new(int32(5000)), HeartbeatIntervalMillis: new(int32(200))} // 5 s: a loaded machine must not lose the primary between two steps
 	initial := InitialConfig("rs0", desired, settings)
 	if err := c.Initiate(ctx, hosts[0], initial); err != nil {
 		t.Fatalf("initiate: %v", err)
@@ -237,6 +237,11 @@ func TestClientAgainstMongodSim(t *testing.T) {
 				return fmt.Errorf("%s is %s", m.Name, m.State)
 			}
 		}
+		// A member is PRIMARY before it accepts writes (catch-up, then the
+		// drain): replSetReconfig waits for isWritablePrimary, as with mongod.
+		if h, err := c.Hello(ctx, p.Name); err != nil || !h.IsWritablePrimary {
+			return fmt.Errorf("%s is PRIMARY, not yet writable (%v)", p.Name, err)
+		}
 		primary = p.Name
 		return nil
 	})
@@ -245,7 +250,7 @@ func TestClientAgainstMongodSim(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.ID != "rs0" || len(cfg.Members) != 3 || cfg.Settings == nil || cfg.Settings.ReplicaSetID == nil || *cfg.Settings.ElectionTimeoutMillis != 1000 {
+	if cfg.ID != "rs0" || len(cfg.Members) != 3 || cfg.Settings == nil || cfg.Settings.ReplicaSetID == nil || *cfg.Settings.ElectionTimeoutMillis != 5000 {
 		t.Fatalf("config %+v settings %+v", cfg, cfg.Settings)
 	}
 	st, err := c.Status(ctx, primary)
