@@ -15,7 +15,7 @@ import (
 type Image struct {
 	Name         string   `json:"name"`
 	Repositories []string `json:"repositories"`
-	// Dir is the image directory: a built-in name (mongo, operator) assembled by the
+	// Dir is the image directory: a built-in name (mongo, operator, s3) assembled by the
 	// kubelet, or an absolute path. Its files and symlinks are mounted over the host
 	// root at the same paths; a symlink mounts what it points to.
 	Dir        string   `json:"dir"`
@@ -138,7 +138,7 @@ func imageID(ref string, img *Image) string {
 
 // imageSources names where the kubelet finds what built-in image directories hold.
 type imageSources struct {
-	BinDir     string // mongod-sim, mgors-operator
+	BinDir     string // mongod-sim, mgors-operator, mgors-s3
 	MongodBin  string // a real mongod, preferred over mongod-sim when set
 	MongoshDir string // an npm prefix with node_modules/mongosh
 }
@@ -209,5 +209,11 @@ func assembleImages(root string, src imageSources) (map[string]string, []string,
 		return nil, nil, err
 	}
 	dirs["operator"] = op
+
+	s3 := filepath.Join(root, "s3")
+	if err := link(s3, "usr/local/bin/mgors-s3", binary("mgors-s3")); err != nil {
+		return nil, nil, err
+	}
+	dirs["s3"] = s3
 	return dirs, missing, nil
 }

@@ -444,6 +444,7 @@ func TestImageTable(t *testing.T) {
 		"mongo@sha256:0123": "mongo", "index.docker.io/library/mongo": "mongo",
 		"mongodb/mongodb-community-server:7.0-ubuntu2204": "mongo", "percona/percona-server-mongodb:7.0": "mongo",
 		"ghcr.io/mgors/operator:dev": "operator", "debian:12": "", "localhost:5000/mongo": "",
+		"mgors/s3:dev": "s3", "ghcr.io/mgors/s3": "s3",
 	} {
 		img := table.Lookup(ref)
 		got := ""
@@ -456,6 +457,9 @@ func TestImageTable(t *testing.T) {
 	}
 	if m := table.Lookup("mongo"); m.User != "999" || len(m.Cmd) != 1 || m.Cmd[0] != "mongod" {
 		t.Errorf("mongo image config %+v", m)
+	}
+	if s := table.Lookup("mgors/s3"); s.Dir != "s3" || len(s.Entrypoint) != 1 || s.Entrypoint[0] != "/usr/local/bin/mgors-s3" {
+		t.Errorf("s3 image config %+v", s)
 	}
 	extra := filepath.Join(t.TempDir(), "images.yaml")
 	if err := os.WriteFile(extra, []byte("images:\n- name: mine\n  repositories: [mongo]\n  dir: /opt/mine\n"), 0o644); err != nil {
