@@ -21,6 +21,7 @@ func init() {
 		"listDatabases":            authzListDatabases,
 		"listCollections":          authzListCollections,
 		"renameCollection":         authzRenameCollection,
+		"applyOps":                 authzApplyOps,
 		"createUser":               authzCreateUser,
 		"updateUser":               authzUpdateUser,
 		"dropUser":                 authzDropUser,

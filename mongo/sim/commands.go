@@ -114,6 +114,7 @@ func init() {
 		"deleteIndexes":    {fn: (*conn).cmdDropIndexes, class: classWrite, action: "dropIndex"},
 		"collMod":          {fn: (*conn).cmdCollMod, class: classWrite, action: "collMod"},
 		"renameCollection": {fn: (*conn).cmdRenameCollection, class: classWrite, action: "renameCollectionSameDB"},
+		"applyOps":         {fn: (*conn).cmdApplyOps, class: classWrite, action: "applyOps"},
 		// oplog slice: bounded oplog and initial sync by cloning
 		"replSetResizeOplog": {fn: (*conn).cmdReplSetResizeOplog, action: "replSetResizeOplog"},
 		"_simClone":          {fn: (*conn).cmdClone, action: "internal"},
