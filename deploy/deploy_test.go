@@ -44,11 +44,13 @@ func TestCRDUpToDate(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen: %v\n%s", err, b)
 	}
-	got, err := os.ReadFile(filepath.Join(out, "mgors.io_mgorses.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, deploy.CRD) {
-		t.Fatal("deploy/crd/mgors.io_mgorses.yaml is stale: run `make manifests` and commit the result")
+	for name, committed := range map[string][]byte{"mgors.io_mgorses.yaml": deploy.CRD, "mgors.io_mgorsbackups.yaml": deploy.BackupCRD} {
+		got, err := os.ReadFile(filepath.Join(out, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, committed) {
+			t.Fatalf("deploy/crd/%s is stale: run `make manifests` and commit the result", name)
+		}
 	}
 }

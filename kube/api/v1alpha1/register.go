@@ -16,6 +16,10 @@ const (
 	Kind = "Mgors"
 	// Resource is the plural resource name.
 	Resource = "mgorses"
+	// BackupKind is the kind of a MgorsBackup object.
+	BackupKind = "MgorsBackup"
+	// BackupResource is MgorsBackup's plural resource name.
+	BackupResource = "mgorsbackups"
 )
 
 var (
@@ -25,16 +29,19 @@ var (
 	SchemeGroupVersionResource = SchemeGroupVersion.WithResource(Resource)
 	// SchemeGroupVersionKind is the kind of a Mgors.
 	SchemeGroupVersionKind = SchemeGroupVersion.WithKind(Kind)
+	// BackupGroupVersionResource and BackupGroupVersionKind are MgorsBackup's.
+	BackupGroupVersionResource = SchemeGroupVersion.WithResource(BackupResource)
+	BackupGroupVersionKind     = SchemeGroupVersion.WithKind(BackupKind)
 
 	// SchemeBuilder collects the functions that add these types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds Mgors and MgorsList to a scheme, as the original TPR
-	// operator registered its Mgors kind.
+	// AddToScheme adds Mgors, MgorsBackup and their lists to a scheme, as the
+	// original TPR operator registered its Mgors kind.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Mgors{}, &MgorsList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Mgors{}, &MgorsList{}, &MgorsBackup{}, &MgorsBackupList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }

@@ -39,8 +39,14 @@ type apiServer struct {
 
 func newAPIServer(t *testing.T) *apiServer {
 	t.Helper()
+	return newAPIServerFor(t, deploy.CRD, v1alpha1.SchemeGroupVersionKind)
+}
+
+// newAPIServerFor is newAPIServer for another CRD of the group (MgorsBackup).
+func newAPIServerFor(t *testing.T, crdYAML []byte, gvk k8sschema.GroupVersionKind) *apiServer {
+	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.CRD, &crd); err != nil {
+	if err := yaml.UnmarshalStrict(crdYAML, &crd); err != nil {
 		t.Fatalf("decoding the embedded CRD: %v", err)
 	}
 	var internal apiextensionsinternal.CustomResourceDefinition
@@ -69,7 +75,7 @@ func newAPIServer(t *testing.T) *apiServer {
 	if err != nil {
 		t.Fatalf("status validator: %v", err)
 	}
-	strategy := customresource.NewStrategy(typer{}, true, v1alpha1.SchemeGroupVersionKind,
+	strategy := customresource.NewStrategy(typer{}, true, gvk,
 		validator, statusValidator, structural, subresources.Status, subresources.Scale, nil)
 
 	prepare := func(obj *unstructured.Unstructured) field.ErrorList {
@@ -124,8 +130,15 @@ func requestContext() context.Context {
 // rules compiled within their cost budget, and every default checked against
 // the schema and its rules. A CRD that fails here never installs.
 func TestCRDIsAcceptedByTheAPIServer(t *testing.T) {
+	for _, y := range [][]byte{deploy.CRD, deploy.BackupCRD} {
+		crdAccepted(t, y)
+	}
+}
+
+func crdAccepted(t *testing.T, y []byte) {
+	t.Helper()
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.CRD, &crd); err != nil {
+	if err := yaml.UnmarshalStrict(y, &crd); err != nil {
 		t.Fatal(err)
 	}
 	apiextensionsv1.SetObjectDefaults_CustomResourceDefinition(&crd)
