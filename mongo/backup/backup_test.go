@@ -98,7 +98,8 @@ func write(c *driver.Client, stop <-chan struct{}) *atomic.Int64 {
 	return &n
 }
 
-// TestDumpFromASecondaryAndRestore backs up a secondary of a 3-member set
+// TestDumpFromASecondaryAndRestore backs up a secondary (backup.Source's
+// choice, from the set's status and config) of a 3-member set
 // while the primary takes writes, into the S3 server, and restores it into
 // a new 1-member set. The restored data equals the source's as of the
 // window's end (a snapshot read at End on the source's primary), document
@@ -107,10 +108,20 @@ func write(c *driver.Client, stop <-chan struct{}) *atomic.Int64 {
 // the replay was needed.
 func TestDumpFromASecondaryAndRestore(t *testing.T) {
 	ctx := context.Background()
-	hosts, primary := simSet(t, "src", 3)
-	secondary := hosts[0]
-	if mongo.SameHost(secondary, primary) {
-		secondary = hosts[1]
+	_, primary := simSet(t, "src", 3)
+	admin := mongo.NewClient(mongo.Options{Timeout: 5 * time.Second, Log: zerolog.Nop()})
+	defer func() { _ = admin.Close(ctx) }()
+	st, err := admin.Status(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := admin.Config(ctx, primary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secondary, err := backup.Source(st, cfg)
+	if err != nil || mongo.SameHost(secondary, primary) {
+		t.Fatalf("the source chosen is %s (%v); the primary is %s", secondary, err, primary)
 	}
 	src := direct(t, primary)
 	seed(t, src)
