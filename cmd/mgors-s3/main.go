@@ -28,7 +28,8 @@ func main() {
 	cert := flag.String("tls-cert", "", "PEM certificate to serve https with (with -tls-key)")
 	key := flag.String("tls-key", "", "PEM private key of -tls-cert")
 	flag.Parse()
-	log := zerolog.New(os.Stdout).With().Timestamp().Str("component", "s3").Logger()
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	log := zerolog.New(os.Stdout).With().Timestamp().Str("component", "mgors-s3").Logger()
 	opts := server.Options{Dir: *dir, AccessKey: os.Getenv("S3_ACCESS_KEY"), SecretKey: os.Getenv("S3_SECRET_KEY"), Log: log}
 	if *buckets != "" {
 		opts.Buckets = strings.Split(*buckets, ",")

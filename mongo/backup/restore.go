@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -214,20 +215,11 @@ func withoutFields(doc bson.Raw, names ...string) bson.D {
 	var out bson.D
 	elems, _ := doc.Elements()
 	for _, e := range elems {
-		if !containsString(names, e.Key()) {
+		if !slices.Contains(names, e.Key()) {
 			out = append(out, bson.E{Key: e.Key(), Value: e.Value()})
 		}
 	}
 	return out
-}
-
-func containsString(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func isCode(err error, code int32) bool {
