@@ -105,7 +105,8 @@ func write(c *driver.Client, stop <-chan struct{}) *atomic.Int64 {
 // window's end (a snapshot read at End on the source's primary), document
 // for document; the indexes and collection options are there; the manifest
 // counts what its objects hold and their size; the window held writes, so
-// the replay was needed.
+// the replay was needed. Restored into its own set, the backup brings that
+// set back to End.
 func TestDumpFromASecondaryAndRestore(t *testing.T) {
 	ctx := context.Background()
 	_, primary := simSet(t, "src", 3)
@@ -202,6 +203,23 @@ func TestDumpFromASecondaryAndRestore(t *testing.T) {
 	}
 	if opts := collOptions(t, dst, "shop", "events"); !strings.Contains(opts, `"capped":true`) {
 		t.Errorf("shop.events options %s, want capped", opts)
+	}
+
+	// Into the same set: what was written after End goes, what End had comes back.
+	atEnd := map[string][]string{}
+	for _, c := range m.Collections {
+		atEnd[c.NS()] = snapshot(t, src, c.DB, c.Name, m.End.Timestamp())
+	}
+	if _, err := src.Database("shop").Collection("orders").DeleteMany(ctx, bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := backup.Restore(ctx, src, s, "default/src/b1", backup.RestoreOptions{Timeout: 10 * time.Second}); err != nil {
+		t.Fatalf("restore into the same set: %v", err)
+	}
+	for _, c := range m.Collections {
+		if got := snapshot(t, src, c.DB, c.Name, bson.Timestamp{}); !slices.Equal(got, atEnd[c.NS()]) {
+			t.Errorf("%s restored into its own set: %d documents, want the %d it had at End", c.NS(), len(got), len(atEnd[c.NS()]))
+		}
 	}
 }
 
