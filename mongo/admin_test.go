@@ -239,8 +239,12 @@ func TestClientAgainstMongodSim(t *testing.T) {
 		}
 		// A member is PRIMARY before it accepts writes (catch-up, then the
 		// drain): replSetReconfig waits for isWritablePrimary, as with mongod.
-		if h, err := c.Hello(ctx, p.Name); err != nil || !h.IsWritablePrimary {
-			return fmt.Errorf("%s is PRIMARY, not yet writable (%v)", p.Name, err)
+		h, err := c.Hello(ctx, p.Name)
+		if err != nil {
+			return err
+		}
+		if !h.IsWritablePrimary {
+			return fmt.Errorf("%s is PRIMARY, not yet writable", p.Name)
 		}
 		primary = p.Name
 		return nil

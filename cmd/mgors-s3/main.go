@@ -1,5 +1,5 @@
 // Command mgors-s3 serves an S3-compatible object store from a directory
-// (objstore/server): the store the backup tests and the local cluster use.
+// (test/localkube/s3): the store the backup tests and the local cluster use.
 // Wiring only. The credential comes from the environment (S3_ACCESS_KEY,
 // S3_SECRET_KEY, as a pod takes them from a Secret), never the command line.
 package main
@@ -18,7 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mgors/operator/objstore/server"
+	"github.com/mgors/operator/test/localkube/s3"
 )
 
 func main() {
@@ -30,14 +30,14 @@ func main() {
 	flag.Parse()
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	log := zerolog.New(os.Stdout).With().Timestamp().Str("component", "mgors-s3").Logger()
-	opts := server.Options{Dir: *dir, AccessKey: os.Getenv("S3_ACCESS_KEY"), SecretKey: os.Getenv("S3_SECRET_KEY"), Log: log}
+	opts := s3.Options{Dir: *dir, AccessKey: os.Getenv("S3_ACCESS_KEY"), SecretKey: os.Getenv("S3_SECRET_KEY"), Log: log}
 	if *buckets != "" {
 		opts.Buckets = strings.Split(*buckets, ",")
 	}
 	if opts.AccessKey == "" {
 		log.Warn().Msg("S3_ACCESS_KEY and S3_SECRET_KEY are not set: unsigned requests are accepted")
 	}
-	h, err := server.Handler(opts)
+	h, err := s3.Handler(opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)

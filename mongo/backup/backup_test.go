@@ -126,7 +126,7 @@ func TestDumpFromASecondaryAndRestore(t *testing.T) {
 	}
 	src := direct(t, primary)
 	seed(t, src)
-	s := store(t)
+	s := newStore(t)
 
 	stop := make(chan struct{})
 	writes := write(src, stop)

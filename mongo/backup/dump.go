@@ -15,7 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// Store is where backups go: objstore.Client, or anything that keeps whole
+// Store is where backups go: store.Client, or anything that keeps whole
 // objects by key.
 type Store interface {
 	Put(ctx context.Context, key string, body []byte, contentType string) error

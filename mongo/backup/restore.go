@@ -42,7 +42,7 @@ type Result struct {
 }
 
 // ReadManifest reads the manifest of the backup under prefix; a prefix
-// without one holds no finished backup (objstore.ErrNotFound).
+// without one holds no finished backup (store.ErrNotFound).
 func ReadManifest(ctx context.Context, store Store, prefix string, timeout time.Duration) (*Manifest, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout

@@ -17,9 +17,9 @@ import (
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
+	"github.com/mgors/operator/mongo/backup/store"
 	"github.com/mgors/operator/mongo/sim"
-	"github.com/mgors/operator/objstore"
-	"github.com/mgors/operator/objstore/server"
+	"github.com/mgors/operator/test/localkube/s3"
 )
 
 var (
@@ -128,16 +128,16 @@ func direct(t *testing.T, host string) *driver.Client {
 }
 
 // store starts the S3 server in this process and returns a client of its bucket.
-func store(t *testing.T) *objstore.Client {
+func newStore(t *testing.T) *store.Client {
 	t.Helper()
 	const access, secret = "backup-test", "c2VjcmV0LWtleS1vZi10aGUtc3RvcmU"
-	h, err := server.Handler(server.Options{Dir: t.TempDir(), AccessKey: access, SecretKey: secret, Buckets: []string{"backups"}, Log: zerolog.Nop()})
+	h, err := s3.Handler(s3.Options{Dir: t.TempDir(), AccessKey: access, SecretKey: secret, Buckets: []string{"backups"}, Log: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
-	c, err := objstore.New(objstore.Config{Endpoint: srv.URL, Bucket: "backups", AccessKey: access, SecretKey: secret, Timeout: 10 * time.Second})
+	c, err := store.New(store.Config{Endpoint: srv.URL, Bucket: "backups", AccessKey: access, SecretKey: secret, Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,7 +92,7 @@ func windowWithCommands(t *testing.T, at string) {
 		must(err)
 		must(shop.Collection("items").Indexes().DropOne(ctx, "tmp_1"))
 	}
-	s := &hookStore{Store: store(t), at: at, hook: hook}
+	s := &hookStore{Store: newStore(t), at: at, hook: hook}
 	m, err := backup.Dump(ctx, direct(t, secondary), secondary, s, backup.Options{Cluster: "default/win", Prefix: "win/b1", Timeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)

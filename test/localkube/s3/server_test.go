@@ -1,4 +1,4 @@
-package server_test
+package s3_test
 
 import (
 	"bytes"
@@ -13,8 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/mgors/operator/objstore"
-	"github.com/mgors/operator/objstore/server"
+	"github.com/mgors/operator/mongo/backup/store"
+	"github.com/mgors/operator/test/localkube/s3"
 )
 
 const (
@@ -24,7 +24,7 @@ const (
 
 func start(t *testing.T, dir string) *httptest.Server {
 	t.Helper()
-	h, err := server.Handler(server.Options{Dir: dir, AccessKey: access, SecretKey: secret, Buckets: []string{"backups"},
+	h, err := s3.Handler(s3.Options{Dir: dir, AccessKey: access, SecretKey: secret, Buckets: []string{"backups"},
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		t.Fatal(err)
@@ -34,9 +34,9 @@ func start(t *testing.T, dir string) *httptest.Server {
 	return srv
 }
 
-func client(t *testing.T, srv *httptest.Server, key, sec string) *objstore.Client {
+func client(t *testing.T, srv *httptest.Server, key, sec string) *store.Client {
 	t.Helper()
-	c, err := objstore.New(objstore.Config{Endpoint: srv.URL, Bucket: "backups", AccessKey: key, SecretKey: sec, Timeout: 5 * time.Second})
+	c, err := store.New(store.Config{Endpoint: srv.URL, Bucket: "backups", AccessKey: key, SecretKey: sec, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,13 +96,13 @@ func TestRoundTrip(t *testing.T) {
 	if err != nil || len(many) != 1005 || many[1004].Key != "many/01004" {
 		t.Errorf("list of 1005 objects: %d, %v", len(many), err)
 	}
-	if _, err := c.Get(ctx, "demo/b1/none"); !errors.Is(err, objstore.ErrNotFound) {
+	if _, err := c.Get(ctx, "demo/b1/none"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("get of a missing key: %v, want ErrNotFound", err)
 	}
 	if err := c.Delete(ctx, "demo/b1/manifest.json"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Get(ctx, "demo/b1/manifest.json"); !errors.Is(err, objstore.ErrNotFound) {
+	if _, err := c.Get(ctx, "demo/b1/manifest.json"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("get after delete: %v", err)
 	}
 }
@@ -131,7 +131,7 @@ func TestSignatureRequired(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden {
 		t.Errorf("unsigned put: %s, want 403", resp.Status)
 	}
-	if _, err := client(t, srv, access, secret).Get(ctx, "x"); !errors.Is(err, objstore.ErrNotFound) {
+	if _, err := client(t, srv, access, secret).Get(ctx, "x"); !errors.Is(err, store.ErrNotFound) {
 		t.Errorf("a refused put wrote the object: %v", err)
 	}
 }

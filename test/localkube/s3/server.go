@@ -1,8 +1,8 @@
-// Package server is an S3-compatible object store for tests and the local
+// Package s3 is an S3-compatible object store for tests and the local
 // cluster: gofakes3 (the S3 protocol rclone's "serve s3" is built on) over
 // files in a directory, behind a check of AWS signature version 4 with one
 // access key. It is not a production store: one process, no replication.
-package server
+package s3
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package server
+package s3
 
 import (
 	"crypto/hmac"

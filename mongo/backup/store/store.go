@@ -1,8 +1,8 @@
-// Package objstore is the operator's S3-compatible object store client:
+// Package store is the operator's S3-compatible object store client:
 // put, get, list and delete of whole objects in one bucket, every request
 // with a deadline. It is built on the AWS SDK's S3 client; the store may be
-// any server that speaks S3 (objstore/server is the one the tests run).
-package objstore
+// any server that speaks S3 (test/localkube/s3 is the one the tests run).
+package store
 
 import (
 	"bytes"
@@ -30,7 +30,7 @@ const DefaultTimeout = 30 * time.Second
 const DefaultRegion = "us-east-1"
 
 // ErrNotFound is returned for a key (or a bucket) the store does not hold.
-var ErrNotFound = errors.New("objstore: not found")
+var ErrNotFound = errors.New("store: not found")
 
 // Config says where the store is and how to sign requests. Formatting it
 // never shows the secret key.
@@ -85,7 +85,7 @@ type Client struct {
 // New is a Client for cfg; it connects on the first request.
 func New(cfg Config) (*Client, error) {
 	if cfg.Endpoint == "" || cfg.Bucket == "" {
-		return nil, errors.New("objstore: endpoint and bucket are required")
+		return nil, errors.New("store: endpoint and bucket are required")
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
@@ -97,7 +97,7 @@ func New(cfg Config) (*Client, error) {
 	if len(cfg.CA) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(cfg.CA) {
-			return nil, errors.New("objstore: the CA bundle holds no PEM certificate")
+			return nil, errors.New("store: the CA bundle holds no PEM certificate")
 		}
 		transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
@@ -107,7 +107,7 @@ func New(cfg Config) (*Client, error) {
 		BaseEndpoint: aws.String(cfg.URL()),
 		UsePathStyle: true, // buckets as path segments: no wildcard DNS needed
 		Credentials: aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
-			return aws.Credentials{AccessKeyID: access, SecretAccessKey: secret, Source: "objstore"}, nil
+			return aws.Credentials{AccessKeyID: access, SecretAccessKey: secret, Source: "store"}, nil
 		}),
 		HTTPClient: &http.Client{Transport: transport},
 		// Checksums only where S3 requires them: the SDK's default trailing
@@ -206,7 +206,7 @@ func (c *Client) wrap(op, key string, err error) error {
 	var nsb *types.NoSuchBucket
 	var api smithy.APIError
 	if errors.As(err, &nsk) || errors.As(err, &nsb) || errors.As(err, &api) && (api.ErrorCode() == "NotFound" || api.ErrorCode() == "NoSuchKey") {
-		return fmt.Errorf("objstore: %s %s/%s: %w", op, c.bucket, key, ErrNotFound)
+		return fmt.Errorf("store: %s %s/%s: %w", op, c.bucket, key, ErrNotFound)
 	}
-	return fmt.Errorf("objstore: %s %s/%s: %w", op, c.bucket, key, err)
+	return fmt.Errorf("store: %s %s/%s: %w", op, c.bucket, key, err)
 }

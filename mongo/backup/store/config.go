@@ -1,4 +1,4 @@
-package objstore
+package store
 
 import (
 	"fmt"
@@ -27,12 +27,12 @@ func ConfigFor(store v1alpha1.BackupStore, secret map[string][]byte, ca []byte) 
 	}{{AccessKeyIDKey, &cfg.AccessKey}, {SecretAccessKeyKey, &cfg.SecretKey}} {
 		v := secret[k.key]
 		if len(v) == 0 {
-			return Config{}, fmt.Errorf("objstore: Secret %s has no %s (spec.store.credentialsSecretRef)", store.CredentialsSecretRef.Name, k.key)
+			return Config{}, fmt.Errorf("store: Secret %s has no %s (spec.store.credentialsSecretRef)", store.CredentialsSecretRef.Name, k.key)
 		}
 		*k.dst = string(v)
 	}
 	if store.CASecretRef != nil && len(ca) == 0 {
-		return Config{}, fmt.Errorf("objstore: Secret %s has no %s (spec.store.caSecretRef)", store.CASecretRef.Name, CAKey)
+		return Config{}, fmt.Errorf("store: Secret %s has no %s (spec.store.caSecretRef)", store.CASecretRef.Name, CAKey)
 	}
 	return cfg, nil
 }
