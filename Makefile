@@ -25,21 +25,28 @@ GOTESTSUM := $(TOOLS)/gotestsum-$(GOTESTSUM_VERSION)
 # test runs under the race detector (mongod-sim's tests then build mongod-sim with it
 # too, and fail on any race it reports); TEST_FLAGS= turns it off.
 #
-# go test runs two test binaries at a time (-p is the number of cores), started in
-# the order given. One local cluster runs on the machine at a time
-# (test/localkube/harness): the packages that share one (SHARED_PKGS) use it
-# together, then the packages that each start clusters of their own
-# (EXCLUSIVE_PKGS) take the machine one test at a time. The shared ones come first,
-# the end-to-end tests leading; the unit packages follow, to run beside them
-# rather than beside the exclusive ones, which come last and whose clusters run
-# one after the other whatever the order.
+# One local cluster runs on the machine at a time (test/localkube/harness): the
+# packages that share one (SHARED_PKGS) use it together, then the packages that
+# start clusters of their own (EXCLUSIVE_PKGS) take the machine one test at a time.
+# Their clusters, one after the other, are the run's critical path, so the order
+# keeps it busy: the end-to-end tests first, and beside them test/recovery, the
+# longest of the exclusive packages, waiting (without a core) to take the machine
+# the moment they end. go test runs TEST_P test binaries at a time, started in the
+# order given: one more than the 2 cores, the waiting one, so that the unit
+# packages run beside the end-to-end tests meanwhile.
 SHARED_PKGS = ./test/e2e ./test/localkube ./test/localkube/harness ./test/localkube/kubelet/e2e
 EXCLUSIVE_PKGS = ./test/recovery ./test/chaos ./test/localkube/cluster ./test/localkube/fault
 MODULE = $(shell $(GO) list -m)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -vxF $(foreach p,$(SHARED_PKGS) $(EXCLUSIVE_PKGS),-e $(MODULE)/$(p:./%=%)))
-TEST_PKGS ?= $(SHARED_PKGS) $(UNIT_PKGS) $(EXCLUSIVE_PKGS)
-TEST_FLAGS ?= -race
-TEST_TIMEOUT ?= 50m
+TEST_PKGS ?= $(firstword $(SHARED_PKGS)) $(firstword $(EXCLUSIVE_PKGS)) $(wordlist 2,9,$(SHARED_PKGS)) \
+	$(UNIT_PKGS) $(wordlist 2,9,$(EXCLUSIVE_PKGS))
+TEST_P ?= 3
+# -parallel: how many of the end-to-end tests that may share the cluster's
+# operator run at once (test/e2e's TestMain); no other package has parallel tests.
+TEST_FLAGS ?= -race -parallel 3
+# A test binary's deadline counts from its start: test/recovery's includes its wait
+# for the end-to-end tests and the chaos run between its own tests.
+TEST_TIMEOUT ?= 75m
 
 # The local cluster `make run` starts (kept between runs; `make down` stops it).
 RUN_DIR ?= $(CURDIR)/.run/localkube
@@ -74,7 +81,7 @@ manifests: generate ## Regenerate the CRD in deploy/crd from the API types.
 
 test: $(GOTESTSUM) deps build localkube-build kubelet-mongosh ## Run every test (unit, and end-to-end on the local cluster).
 	$(TEST_ENV) $(GOTESTSUM) --format pkgname-and-test-fails --jsonfile $(CACHE)/test.json -- \
-		-count=1 -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(TEST_PKGS)
+		-count=1 -p $(TEST_P) -timeout $(TEST_TIMEOUT) $(TEST_FLAGS) $(TEST_PKGS)
 
 e2e: ## Only the operator's end-to-end tests on the local cluster.
 	$(MAKE) test TEST_PKGS=./test/e2e/...
