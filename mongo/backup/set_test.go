@@ -64,7 +64,7 @@ func simSet(t *testing.T, name string, n int) ([]string, string) {
 		eventually(t, "hello "+h, func() error { _, err := c.Hello(ctx, h); return err })
 		desired = append(desired, mongo.DesiredMember{Ordinal: int32(i), Name: fmt.Sprint("m", i), Host: h, Votes: 1, Priority: 1})
 	}
-	settings := v1alpha1.ReplicaSetSettings{ElectionTimeoutMillis: new(int32(1000)), HeartbeatIntervalMillis: new(int32(200))}
+	settings := v1alpha1.ReplicaSetSettings{ElectionTimeoutMillis: new(int32(5000)), HeartbeatIntervalMillis: new(int32(200))} // 5 s: no election while a loaded machine runs the test
 	if err := c.Initiate(ctx, hosts[0], mongo.InitialConfig(name, desired, settings)); err != nil {
 		t.Fatal(err)
 	}
