@@ -38,8 +38,8 @@ SHARED_PKGS = ./test/e2e ./test/localkube ./test/localkube/harness ./test/localk
 EXCLUSIVE_PKGS = ./test/recovery ./test/chaos ./test/localkube/cluster ./test/localkube/fault
 MODULE = $(shell $(GO) list -m)
 UNIT_PKGS = $(shell $(GO) list ./... | grep -vxF $(foreach p,$(SHARED_PKGS) $(EXCLUSIVE_PKGS),-e $(MODULE)/$(p:./%=%)))
-TEST_PKGS ?= $(firstword $(SHARED_PKGS)) $(firstword $(EXCLUSIVE_PKGS)) $(wordlist 2,9,$(SHARED_PKGS)) \
-	$(UNIT_PKGS) $(wordlist 2,9,$(EXCLUSIVE_PKGS))
+TEST_PKGS ?= $(firstword $(SHARED_PKGS)) $(firstword $(EXCLUSIVE_PKGS)) $(filter-out $(firstword $(SHARED_PKGS)),$(SHARED_PKGS)) \
+	$(UNIT_PKGS) $(filter-out $(firstword $(EXCLUSIVE_PKGS)),$(EXCLUSIVE_PKGS))
 TEST_P ?= 3
 # -parallel: how many of the end-to-end tests that may share the cluster's
 # operator run at once (test/e2e's TestMain); no other package has parallel tests.

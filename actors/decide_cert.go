@@ -15,7 +15,7 @@ import (
 //     members start with it.
 //  2. A certificate the operator issued is renewed, from the same CA, once
 //     it is within a third of its life of expiry (kube.RenewalDue), or once
-//     it lacks a name the members are reached by (kube.CertificateLacks: an
+//     it lacks a name the members are reached by (kube.Certificate.Lacks: an
 //     external host added to spec.externalAccess.members, a certificate of
 //     an older operator), while the set is Healthy and no TLS step runs
 //     (RenewCertificate, bound to the Secret's resourceVersion; the new
@@ -50,7 +50,7 @@ type CertificateView struct {
 	CAs      []string
 	IssuedBy string
 	// Lacks are the names the members are reached by that the certificate
-	// does not cover (kube.CertificateLacks), in kube.MemberDNSNames' order.
+	// does not cover (kube.Certificate.Lacks), in kube.MemberDNSNames' order.
 	Lacks []string
 }
 

@@ -113,5 +113,5 @@ func certificateView(m *v1alpha1.Mgors, clusterDomain string, sec, ca *corev1.Se
 	return &CertificateView{Secret: sec.Name, Version: sec.ResourceVersion, Serial: c.Serial,
 		NotBefore: c.NotBefore, NotAfter: c.NotAfter, Issued: kube.IssuesCertificates(m),
 		CAs: cas, IssuedBy: kube.IssuedBy(sec, ca.Data[kube.TLSCAKey]),
-		Lacks: kube.CertificateLacks(sec, kube.MemberDNSNames(m, clusterDomain))}
+		Lacks: c.Lacks(kube.MemberDNSNames(m, clusterDomain))}
 }

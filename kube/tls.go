@@ -263,6 +263,8 @@ func userSecret(name string) func() (*corev1.Secret, error) {
 type Certificate struct {
 	Serial              string
 	NotBefore, NotAfter time.Time
+	// DNSNames are the names it is valid for (Lacks).
+	DNSNames []string
 }
 
 // ParseCertificate reads the leaf certificate of a certificate Secret's
@@ -276,31 +278,22 @@ func ParseCertificate(sec *corev1.Secret) (Certificate, error) {
 	if err != nil {
 		return Certificate{}, fmt.Errorf("the Secret %s: %w", sec.Name, err)
 	}
-	return Certificate{Serial: c.SerialNumber.Text(16), NotBefore: c.NotBefore, NotAfter: c.NotAfter}, nil
+	return Certificate{Serial: c.SerialNumber.Text(16), NotBefore: c.NotBefore, NotAfter: c.NotAfter, DNSNames: c.DNSNames}, nil
 }
 
-// CertificateLacks are the names of names that the leaf certificate of a
-// certificate Secret's tls.crt does not cover, in their order: a name is
-// covered as TLS clients check it (x509's VerifyHostname, so a member added
-// later is covered by the wildcard), and a wildcard name only by itself. A
-// Secret whose tls.crt cannot be read lacks nothing: ParseCertificate says
-// why.
-func CertificateLacks(sec *corev1.Secret, names []string) []string {
-	b, _ := pem.Decode(sec.Data[TLSCertKey])
-	if b == nil {
-		return nil
-	}
-	c, err := x509.ParseCertificate(b.Bytes)
-	if err != nil {
-		return nil
-	}
+// Lacks are the names of names that the certificate does not cover, in
+// their order: a name is covered as TLS clients check it (x509's
+// VerifyHostname, so a member added later is covered by the wildcard), and
+// a wildcard name only by itself.
+func (c Certificate) Lacks(names []string) []string {
+	leaf := &x509.Certificate{DNSNames: c.DNSNames}
 	var lacks []string
 	for _, n := range names {
 		if strings.HasPrefix(n, "*.") {
 			if !slices.Contains(c.DNSNames, n) {
 				lacks = append(lacks, n)
 			}
-		} else if c.VerifyHostname(n) != nil {
+		} else if leaf.VerifyHostname(n) != nil {
 			lacks = append(lacks, n)
 		}
 	}
