@@ -33,6 +33,8 @@ func init() {
 type Interface interface {
 	// Mgorses addresses the Mgors objects of one namespace ("" for all).
 	Mgorses(namespace string) MgorsInterface
+	// MgorsBackups addresses the MgorsBackup objects of one namespace ("" for all).
+	MgorsBackups(namespace string) MgorsBackupInterface
 }
 
 // MgorsInterface reads and writes Mgors objects: get, list, watch, create,
@@ -46,6 +48,19 @@ type MgorsInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.MgorsList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1alpha1.Mgors, error)
+}
+
+// MgorsBackupInterface reads and writes MgorsBackup objects, with the verbs
+// of MgorsInterface.
+type MgorsBackupInterface interface {
+	Create(ctx context.Context, b *v1alpha1.MgorsBackup, opts metav1.CreateOptions) (*v1alpha1.MgorsBackup, error)
+	Update(ctx context.Context, b *v1alpha1.MgorsBackup, opts metav1.UpdateOptions) (*v1alpha1.MgorsBackup, error)
+	UpdateStatus(ctx context.Context, b *v1alpha1.MgorsBackup, opts metav1.UpdateOptions) (*v1alpha1.MgorsBackup, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.MgorsBackup, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.MgorsBackupList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1alpha1.MgorsBackup, error)
 }
 
 // Clientset talks to the API server's mgors.io/v1alpha1 endpoints.
@@ -77,6 +92,15 @@ func (c *Clientset) Mgorses(namespace string) MgorsInterface {
 		v1alpha1.Resource, c.rest, ParameterCodec, namespace,
 		func() *v1alpha1.Mgors { return &v1alpha1.Mgors{} },
 		func() *v1alpha1.MgorsList { return &v1alpha1.MgorsList{} },
+	)
+}
+
+// MgorsBackups addresses the MgorsBackup objects of one namespace ("" for all).
+func (c *Clientset) MgorsBackups(namespace string) MgorsBackupInterface {
+	return gentype.NewClientWithList[*v1alpha1.MgorsBackup, *v1alpha1.MgorsBackupList](
+		v1alpha1.BackupResource, c.rest, ParameterCodec, namespace,
+		func() *v1alpha1.MgorsBackup { return &v1alpha1.MgorsBackup{} },
+		func() *v1alpha1.MgorsBackupList { return &v1alpha1.MgorsBackupList{} },
 	)
 }
 

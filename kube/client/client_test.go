@@ -99,3 +99,74 @@ func TestFake(t *testing.T) {
 		t.Fatalf("list: %v %v", l, err)
 	}
 }
+
+func TestBackupClientAddressesTheAPI(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/apis/mgors.io/v1alpha1/namespaces/db/mgorsbackups" {
+			_ = json.NewEncoder(w).Encode(&v1alpha1.MgorsBackupList{TypeMeta: metav1.TypeMeta{APIVersion: "mgors.io/v1alpha1", Kind: "MgorsBackupList"},
+				Items: []v1alpha1.MgorsBackup{{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "db"}, Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"}}}})
+			return
+		}
+		b := &v1alpha1.MgorsBackup{TypeMeta: metav1.TypeMeta{APIVersion: "mgors.io/v1alpha1", Kind: "MgorsBackup"},
+			ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "db"}, Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"},
+			Status: v1alpha1.MgorsBackupStatus{Phase: v1alpha1.BackupRunning}}
+		_ = json.NewEncoder(w).Encode(b)
+	}))
+	defer srv.Close()
+	c, err := client.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := c.MgorsBackups("db").Get(ctx, "b1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Cluster != "demo" || got.Status.Phase != v1alpha1.BackupRunning {
+		t.Fatalf("decoded %+v", got)
+	}
+	if _, err := c.MgorsBackups("db").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.MgorsBackups("db").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 || l.Items[0].Spec.Cluster != "demo" {
+		t.Fatalf("list %+v, %v", l, err)
+	}
+	want := []string{
+		"GET /apis/mgors.io/v1alpha1/namespaces/db/mgorsbackups/b1",
+		"PUT /apis/mgors.io/v1alpha1/namespaces/db/mgorsbackups/b1/status",
+		"GET /apis/mgors.io/v1alpha1/namespaces/db/mgorsbackups",
+	}
+	if len(paths) != len(want) {
+		t.Fatalf("requests %v, want %v", paths, want)
+	}
+	for i := range want {
+		if paths[i] != want[i] {
+			t.Fatalf("request %d = %s, want %s", i, paths[i], want[i])
+		}
+	}
+}
+
+func TestFakeBackups(t *testing.T) {
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "db"}, Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"}}
+	c := fake.NewClientset(demo(), b)
+	ctx := context.Background()
+	got, err := c.MgorsBackups("db").Get(ctx, "b1", metav1.GetOptions{})
+	if err != nil || got.Spec.Cluster != "demo" {
+		t.Fatalf("get %+v, %v", got, err)
+	}
+	got.Status.Phase = v1alpha1.BackupSucceeded
+	if _, err := c.MgorsBackups("db").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.MgorsBackups("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Status.Phase != v1alpha1.BackupSucceeded {
+		t.Fatalf("list: %+v %v", l, err)
+	}
+	if ms, err := c.Mgorses("db").List(ctx, metav1.ListOptions{}); err != nil || len(ms.Items) != 1 {
+		t.Fatalf("the Mgors list holds %+v, %v: the kinds are kept apart", ms, err)
+	}
+}

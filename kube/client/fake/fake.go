@@ -67,3 +67,15 @@ func (c *Clientset) Mgorses(namespace string) client.MgorsInterface {
 		func(l *v1alpha1.MgorsList, items []*v1alpha1.Mgors) { l.Items = gentype.FromPointerSlice(items) },
 	)
 }
+
+// MgorsBackups addresses the MgorsBackup objects of one namespace.
+func (c *Clientset) MgorsBackups(namespace string) client.MgorsBackupInterface {
+	return gentype.NewFakeClientWithList[*v1alpha1.MgorsBackup, *v1alpha1.MgorsBackupList](
+		&c.Fake, namespace, v1alpha1.BackupGroupVersionResource, v1alpha1.BackupGroupVersionKind,
+		func() *v1alpha1.MgorsBackup { return &v1alpha1.MgorsBackup{} },
+		func() *v1alpha1.MgorsBackupList { return &v1alpha1.MgorsBackupList{} },
+		func(dst, src *v1alpha1.MgorsBackupList) { dst.ListMeta = src.ListMeta },
+		func(l *v1alpha1.MgorsBackupList) []*v1alpha1.MgorsBackup { return gentype.ToPointerSlice(l.Items) },
+		func(l *v1alpha1.MgorsBackupList, items []*v1alpha1.MgorsBackup) { l.Items = gentype.FromPointerSlice(items) },
+	)
+}
