@@ -25,6 +25,10 @@ import (
 type Reader interface {
 	// Mgors is a Mgors object (status included).
 	Mgors(namespace, name string) (*v1alpha1.Mgors, error)
+	// Backups are the MgorsBackups of the namespace whose spec.cluster is
+	// cluster (status included), oldest first: by creationTimestamp, then
+	// name. None is a slice of length 0 and no error.
+	Backups(namespace, cluster string) ([]*v1alpha1.MgorsBackup, error)
 	// Service is a Service the operator made.
 	Service(namespace, name string) (*corev1.Service, error)
 	// StatefulSet is a StatefulSet the operator made.

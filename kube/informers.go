@@ -3,6 +3,8 @@ package kube
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +58,7 @@ type Informers struct {
 
 	owned, all informers.SharedInformerFactory
 	mgors      cache.SharedIndexInformer
+	backups    cache.SharedIndexInformer
 
 	pods     corelisters.PodLister
 	claims   corelisters.PersistentVolumeClaimLister
@@ -110,8 +113,39 @@ func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOption
 		},
 	}, mc), &v1alpha1.Mgors{}, o.Resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	_ = i.mgors.SetTransform(Transform)
+	// Every MgorsBackup of the namespaces watched: a backup carries no label
+	// of ours (the sharded mode's replicas each see all, and the Manager pokes
+	// only the clusters it runs).
+	i.backups = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, l metav1.ListOptions) (runtime.Object, error) {
+			return mc.MgorsBackups(o.Namespace).List(ctx, l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, l metav1.ListOptions) (watch.Interface, error) {
+			return mc.MgorsBackups(o.Namespace).Watch(ctx, l)
+		},
+	}, mc), &v1alpha1.MgorsBackup{}, o.Resync, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		BackupClusterIndex:   backupCluster,
+	})
+	_ = i.backups.SetTransform(Transform)
 	return i
 }
+
+// BackupClusterIndex is the index of the MgorsBackup informer by the
+// cluster a backup names: "namespace/spec.cluster".
+const BackupClusterIndex = "cluster"
+
+func backupCluster(obj any) ([]string, error) {
+	b, ok := obj.(*v1alpha1.MgorsBackup)
+	if !ok {
+		return nil, nil
+	}
+	return []string{b.Namespace + "/" + b.Spec.Cluster}, nil
+}
+
+// BackupInformer is the informer of the MgorsBackup objects, for the
+// dispatcher's handler.
+func (i *Informers) BackupInformer() cache.SharedIndexInformer { return i.backups }
 
 // MgorsInformer is the informer of the Mgors objects, for the dispatcher's handler.
 func (i *Informers) MgorsInformer() cache.SharedIndexInformer { return i.mgors }
@@ -134,6 +168,7 @@ func (i *Informers) Owned() map[string]cache.SharedIndexInformer {
 // Start starts every informer; they stop when ctx ends.
 func (i *Informers) Start(ctx context.Context) {
 	go i.mgors.RunWithContext(ctx)
+	go i.backups.RunWithContext(ctx)
 	i.owned.Start(ctx.Done())
 	i.all.Start(ctx.Done())
 }
@@ -143,6 +178,9 @@ func (i *Informers) Start(ctx context.Context) {
 func (i *Informers) WaitForSync(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), i.mgors.HasSynced) {
 		return fmt.Errorf("the Mgors cache did not sync: %w", context.Cause(ctx))
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), i.backups.HasSynced) {
+		return fmt.Errorf("the MgorsBackup cache did not sync (is the mgorsbackups.mgors.io CRD installed?): %w", context.Cause(ctx))
 	}
 	for _, f := range []informers.SharedInformerFactory{i.owned, i.all} {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
@@ -192,6 +230,38 @@ func (i *Informers) Mgors(namespace, name string) (*v1alpha1.Mgors, error) {
 		return nil, fmt.Errorf("the Mgors cache holds a %T", obj)
 	}
 	return m, nil
+}
+
+// Backups lists from the cache the MgorsBackups of namespace whose
+// spec.cluster is cluster, by creationTimestamp then name.
+func (i *Informers) Backups(namespace, cluster string) ([]*v1alpha1.MgorsBackup, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	objs, err := i.backups.GetIndexer().ByIndex(BackupClusterIndex, namespace+"/"+cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.MgorsBackup, 0, len(objs))
+	for _, obj := range objs {
+		b, ok := obj.(*v1alpha1.MgorsBackup)
+		if !ok {
+			return nil, fmt.Errorf("the MgorsBackup cache holds a %T", obj)
+		}
+		out = append(out, b)
+	}
+	sortBackups(out)
+	return out, nil
+}
+
+// sortBackups sorts backups oldest first: by creationTimestamp, then name.
+func sortBackups(bs []*v1alpha1.MgorsBackup) {
+	slices.SortFunc(bs, func(a, b *v1alpha1.MgorsBackup) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }
 
 // Service reads a Service from the cache.

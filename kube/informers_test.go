@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/mgors/operator/kube/api/v1alpha1"
 	mfake "github.com/mgors/operator/kube/client/fake"
 )
 
@@ -122,5 +124,89 @@ func TestInformers(t *testing.T) {
 	}
 	if _, err := inf.StorageClasses(); !errors.Is(err, ErrNotWatched) {
 		t.Errorf("storage classes without ClusterScoped: %v", err)
+	}
+}
+
+func backupOf(ns, name, cluster string, created time.Time) *v1alpha1.MgorsBackup {
+	return &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(created),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: cluster}}
+}
+
+func backupNames(bs []*v1alpha1.MgorsBackup) []string {
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Namespace+"/"+b.Name)
+	}
+	return out
+}
+
+// Backups are a cluster's MgorsBackups of its namespace, oldest first (by
+// creationTimestamp, then name), from the cache once synced.
+func TestInformersBackups(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mc := mfake.NewClientset(
+		backupOf("ns", "late", "db", t0.Add(time.Hour)),
+		backupOf("ns", "b", "db", t0),
+		backupOf("ns", "a", "db", t0),
+		backupOf("ns", "other", "db2", t0),
+		backupOf("elsewhere", "same-cluster-name", "db", t0),
+	)
+	inf := NewInformers(fake.NewClientset(), mc, InformerOptions{})
+	if _, err := inf.Backups("ns", "db"); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("a read before the sync: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); inf.Shutdown() }()
+	inf.Start(ctx)
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := inf.Backups("ns", "db")
+	if want := []string{"ns/a", "ns/b", "ns/late"}; err != nil || !slices.Equal(backupNames(got), want) {
+		t.Fatalf("backups %v, %v; want %v", backupNames(got), err, want)
+	}
+	if got[0].ManagedFields != nil {
+		t.Errorf("the cache keeps managedFields: not transformed")
+	}
+	if got, err := inf.Backups("ns", "none"); err != nil || len(got) != 0 {
+		t.Fatalf("a cluster without backups: %v, %v", got, err)
+	}
+	if inf.BackupInformer() == nil {
+		t.Fatal("no BackupInformer")
+	}
+
+	early := backupOf("ns", "z-early", "db", t0.Add(-time.Hour))
+	if _, err := mc.MgorsBackups("ns").Create(ctx, early, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.MgorsBackups("ns").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ns/z-early", "ns/a", "ns/late"}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, err := inf.Backups("ns", "db")
+		if err == nil && slices.Equal(backupNames(got), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backups %v, %v; want %v", backupNames(got), err, want)
+		}
+	}
+}
+
+// The namespaced informers see one namespace's backups only.
+func TestInformersBackupsOfOneNamespace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mc := mfake.NewClientset(backupOf("ns", "a", "db", t0), backupOf("elsewhere", "b", "db", t0))
+	inf := NewInformers(fake.NewClientset(), mc, InformerOptions{Namespace: "ns"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); inf.Shutdown() }()
+	inf.Start(ctx)
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(inf.BackupInformer().GetStore().List()); n != 1 {
+		t.Fatalf("the cache holds %d backups, want the namespace's 1", n)
 	}
 }

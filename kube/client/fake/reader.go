@@ -2,6 +2,8 @@ package fake
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -39,6 +41,33 @@ func (r *Reader) Mgors(namespace, name string) (*v1alpha1.Mgors, error) {
 	ctx, cancel := bounded()
 	defer cancel()
 	return r.MgorsClient.Mgorses(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Backups lists the MgorsBackups of namespace whose spec.cluster is cluster,
+// by creationTimestamp then name; none when the Reader has no MgorsClient.
+func (r *Reader) Backups(namespace, cluster string) ([]*v1alpha1.MgorsBackup, error) {
+	if r.MgorsClient == nil {
+		return nil, nil
+	}
+	ctx, cancel := bounded()
+	defer cancel()
+	l, err := r.MgorsClient.MgorsBackups(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1alpha1.MgorsBackup
+	for i := range l.Items {
+		if l.Items[i].Spec.Cluster == cluster {
+			out = append(out, &l.Items[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.MgorsBackup) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
 }
 
 // Service reads a Service.
