@@ -76,6 +76,8 @@ func (c *Clientset) MgorsBackups(namespace string) client.MgorsBackupInterface {
 		func() *v1alpha1.MgorsBackupList { return &v1alpha1.MgorsBackupList{} },
 		func(dst, src *v1alpha1.MgorsBackupList) { dst.ListMeta = src.ListMeta },
 		func(l *v1alpha1.MgorsBackupList) []*v1alpha1.MgorsBackup { return gentype.ToPointerSlice(l.Items) },
-		func(l *v1alpha1.MgorsBackupList, items []*v1alpha1.MgorsBackup) { l.Items = gentype.FromPointerSlice(items) },
+		func(l *v1alpha1.MgorsBackupList, items []*v1alpha1.MgorsBackup) {
+			l.Items = gentype.FromPointerSlice(items)
+		},
 	)
 }
