@@ -11,6 +11,7 @@ import (
 	"unicode"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,7 +21,8 @@ import (
 	"github.com/mgors/operator/kube/client"
 )
 
-// StatusWriter writes the status of Mgors objects in small transactions: a
+// StatusWriter writes the status of Mgors objects (and, with Backup, of
+// MgorsBackups) in small transactions: a
 // fresh read, a change applied to a copy, and a write only when the status
 // really changed, retried from a fresh read on conflict. The actor owns what
 // the status says; the writer owns how it gets there safely.
@@ -98,6 +100,56 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 		return nil
 	})
 	return changed, err
+}
+
+// Backup writes st as the status of the MgorsBackup b (a copy the caller
+// read, from the cache or the API): nothing when st equals b.Status
+// semantically, else an update of the status subresource. A backup gone (the
+// API's NotFound) is no error: there is nothing to report to. On a conflict
+// it reads the backup again and writes st over the fresh copy once (again
+// nothing when that copy already holds st, or when it is another
+// incarnation of the name, another UID). Every call is bounded by ctx and
+// the writer's Timeout; b is never modified.
+func (w *StatusWriter) Backup(ctx context.Context, b *v1alpha1.MgorsBackup, st v1alpha1.MgorsBackupStatus) error {
+	if equality.Semantic.DeepEqual(b.Status, st) {
+		return nil
+	}
+	c := w.Client.MgorsBackups(b.Namespace)
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	write := func(cur *v1alpha1.MgorsBackup) error {
+		next := cur.DeepCopy()
+		next.Status = *st.DeepCopy()
+		uctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		_, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{})
+		return err
+	}
+	err := write(b)
+	if apierrors.IsConflict(err) {
+		gctx, cancel := context.WithTimeout(ctx, timeout)
+		cur, gerr := c.Get(gctx, b.Name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case gerr != nil:
+			err = gerr
+		case b.UID != "" && cur.UID != b.UID:
+			return nil // another backup of the same name: not ours to report on
+		case equality.Semantic.DeepEqual(cur.Status, st):
+			return nil
+		default:
+			err = write(cur)
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing the status of MgorsBackup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
 }
 
 // hasCredentials reports whether a mongodb:// URI names a user or password.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/kube/client"
 	"github.com/mgors/operator/kube/client/fake"
 )
 
@@ -198,4 +200,192 @@ func TestStatusUpdateFromTheCache(t *testing.T) {
 	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || !changed {
 		t.Fatalf("a Mgors the cache lacks: changed %v, err %v", changed, err)
 	}
+}
+
+func backupSample() *v1alpha1.MgorsBackup {
+	return &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nightly", UID: "b-1", ResourceVersion: "5"},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: "db"}, Status: v1alpha1.MgorsBackupStatus{Phase: v1alpha1.BackupPending}}
+}
+
+// conflicts makes the first n status updates of MgorsBackups a 409, and
+// counts the status updates and gets the writer makes.
+func conflicts(c *fake.Clientset, n int) (updates, gets *int) {
+	updates, gets = new(int), new(int)
+	c.PrependReactor("*", "mgorsbackups", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch {
+		case a.GetVerb() == "update" && a.GetSubresource() == "status":
+			*updates++
+			if *updates <= n {
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "mgorsbackups"},
+					a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.MgorsBackup).Name, errors.New("stale resourceVersion"))
+			}
+		case a.GetVerb() == "get":
+			*gets++
+		}
+		return false, nil, nil
+	})
+	return updates, gets
+}
+
+func TestStatusBackup(t *testing.T) {
+	ctx := context.Background()
+	running := v1alpha1.MgorsBackupStatus{Phase: v1alpha1.BackupRunning, Member: "db-1", Prefix: "ns/db/nightly",
+		StartTime: &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	stored := func(t *testing.T, c *fake.Clientset) v1alpha1.MgorsBackupStatus {
+		t.Helper()
+		got, err := c.MgorsBackups("ns").Get(ctx, "nightly", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+	t.Run("a status equal to the backup's is not written", func(t *testing.T) {
+		b := backupSample()
+		c := fake.NewClientset(b.DeepCopy())
+		if err := NewStatusWriter(c).Backup(ctx, b, *b.Status.DeepCopy()); err != nil || len(c.Actions()) != 0 {
+			t.Fatalf("err %v, calls %v", err, c.Actions())
+		}
+	})
+	t.Run("a new status is written to the status subresource, the backup untouched", func(t *testing.T) {
+		b := backupSample()
+		c := fake.NewClientset(b.DeepCopy())
+		updates, gets := conflicts(c, 0)
+		if err := NewStatusWriter(c).Backup(ctx, b, running); err != nil {
+			t.Fatal(err)
+		}
+		if *updates != 1 || *gets != 0 {
+			t.Errorf("%d status updates and %d gets, want 1 and 0", *updates, *gets)
+		}
+		if got := stored(t, c); !equality.Semantic.DeepEqual(got, running) {
+			t.Errorf("stored %+v", got)
+		}
+		if b.Status.Phase != v1alpha1.BackupPending {
+			t.Errorf("the caller's backup was modified: %+v", b.Status)
+		}
+	})
+	t.Run("a deleted backup is no error", func(t *testing.T) {
+		c := fake.NewClientset()
+		if err := NewStatusWriter(c).Backup(ctx, backupSample(), running); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a conflict is retried once from a fresh read", func(t *testing.T) {
+		b := backupSample()
+		fresh := b.DeepCopy()
+		fresh.ResourceVersion, fresh.Labels = "6", map[string]string{"team": "a"}
+		c := fake.NewClientset(fresh)
+		updates, gets := conflicts(c, 1)
+		if err := NewStatusWriter(c).Backup(ctx, b, running); err != nil {
+			t.Fatal(err)
+		}
+		if *updates != 2 || *gets != 1 {
+			t.Errorf("%d status updates and %d gets, want 2 and 1", *updates, *gets)
+		}
+		var sent *v1alpha1.MgorsBackup
+		for _, a := range c.Actions() {
+			if a.GetVerb() == "update" {
+				sent = a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.MgorsBackup)
+			}
+		}
+		if sent == nil || sent.ResourceVersion != "6" || sent.Labels["team"] != "a" {
+			t.Errorf("the retry did not write over the fresh copy: %+v", sent)
+		}
+		if got := stored(t, c); !equality.Semantic.DeepEqual(got, running) {
+			t.Errorf("stored %+v", got)
+		}
+	})
+	t.Run("a second conflict is the error", func(t *testing.T) {
+		b := backupSample()
+		c := fake.NewClientset(b.DeepCopy())
+		updates, _ := conflicts(c, 2)
+		if err := NewStatusWriter(c).Backup(ctx, b, running); !apierrors.IsConflict(err) || *updates != 2 {
+			t.Fatalf("err %v after %d updates, want a conflict after 2", err, *updates)
+		}
+	})
+	t.Run("a conflict with a fresh copy that holds the status writes nothing more", func(t *testing.T) {
+		b := backupSample()
+		fresh := b.DeepCopy()
+		fresh.Status = *running.DeepCopy()
+		c := fake.NewClientset(fresh)
+		updates, gets := conflicts(c, 1)
+		if err := NewStatusWriter(c).Backup(ctx, b, running); err != nil || *updates != 1 || *gets != 1 {
+			t.Fatalf("err %v, %d updates, %d gets", err, *updates, *gets)
+		}
+	})
+	t.Run("a conflict with another incarnation of the name writes nothing", func(t *testing.T) {
+		b := backupSample()
+		other := b.DeepCopy()
+		other.UID = "b-2"
+		c := fake.NewClientset(other)
+		updates, _ := conflicts(c, 1)
+		if err := NewStatusWriter(c).Backup(ctx, b, running); err != nil || *updates != 1 {
+			t.Fatalf("err %v, %d updates", err, *updates)
+		}
+		if got := stored(t, c); got.Phase != v1alpha1.BackupPending {
+			t.Errorf("another backup's status was written: %+v", got)
+		}
+	})
+	t.Run("a deleted backup found by the retry is no error", func(t *testing.T) {
+		c := fake.NewClientset()
+		conflicts(c, 1)
+		if err := NewStatusWriter(c).Backup(ctx, backupSample(), running); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("every call is bounded by ctx", func(t *testing.T) {
+		b := backupSample()
+		c := fake.NewClientset(b.DeepCopy())
+		var deadlines []bool
+		w := NewStatusWriter(&ctxClient{Clientset: c, seen: &deadlines})
+		w.Timeout = time.Second
+		if err := w.Backup(ctx, b, running); err != nil {
+			t.Fatal(err)
+		}
+		if len(deadlines) != 1 || !deadlines[0] {
+			t.Fatalf("calls with a deadline: %v", deadlines)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		next := running.DeepCopy()
+		next.Phase = v1alpha1.BackupSucceeded
+		if err := w.Backup(cctx, b, *next); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled ctx: %v", err)
+		}
+	})
+}
+
+// ctxClient records whether each MgorsBackup call had a deadline, and fails
+// one whose ctx is done, as the API client would.
+type ctxClient struct {
+	*fake.Clientset
+	seen *[]bool
+}
+
+func (c *ctxClient) MgorsBackups(namespace string) client.MgorsBackupInterface {
+	return ctxBackups{MgorsBackupInterface: c.Clientset.MgorsBackups(namespace), seen: c.seen}
+}
+
+type ctxBackups struct {
+	client.MgorsBackupInterface
+	seen *[]bool
+}
+
+func (b ctxBackups) check(ctx context.Context) error {
+	_, ok := ctx.Deadline()
+	*b.seen = append(*b.seen, ok)
+	return ctx.Err()
+}
+
+func (b ctxBackups) Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.MgorsBackup, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	return b.MgorsBackupInterface.Get(ctx, name, opts)
+}
+
+func (b ctxBackups) UpdateStatus(ctx context.Context, x *v1alpha1.MgorsBackup, opts metav1.UpdateOptions) (*v1alpha1.MgorsBackup, error) {
+	if err := b.check(ctx); err != nil {
+		return nil, err
+	}
+	return b.MgorsBackupInterface.UpdateStatus(ctx, x, opts)
 }
