@@ -1,8 +1,9 @@
-// Package watch turns changes of Mgors objects, and of the Pods, StatefulSets
-// and PVCs they own, as the shared informers (kube.Informers) see them, into
-// messages to the actors' Manager. It never blocks an
-// informer callback (sending to an actor is a non-blocking enqueue) and never
-// decides anything: it only says what changed, addressed by namespace/name and UID.
+// Package watch turns changes of Mgors objects, of the Pods, StatefulSets,
+// PVCs and Secrets they own, and of the MgorsBackups that name them, as the
+// shared informers (kube.Informers) see them, into messages to the actors'
+// Manager. It never blocks an informer callback (sending to an actor is a
+// non-blocking enqueue) and never decides anything: it only says what
+// changed, addressed by namespace/name and UID.
 package watch
 
 import (
@@ -67,6 +68,10 @@ func (d *Dispatcher) Run(ctx context.Context, syncTimeout time.Duration) error {
 		if _, err := inf.AddEventHandler(d.ownedHandler(what)); err != nil {
 			return fmt.Errorf("watch: %w", err)
 		}
+	}
+	// A MgorsBackup names its cluster in spec.cluster.
+	if _, err := d.Informers.BackupInformer().AddEventHandler(d.backupHandler()); err != nil {
+		return fmt.Errorf("watch: %w", err)
 	}
 	defer d.Informers.Shutdown() // after stop, below: waits for the informers to end
 	ctx, stop := context.WithCancel(ctx)
@@ -149,6 +154,31 @@ func (d *Dispatcher) ownedHandler(what string) cache.ResourceEventHandler {
 			o, ok1 := oldObj.(metav1.Object)
 			n, ok2 := newObj.(metav1.Object)
 			if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
+				return // a resync: nothing changed
+			}
+			send(newObj)
+		},
+		DeleteFunc: send,
+	}
+}
+
+// backupHandler wakes the actor of the cluster a MgorsBackup names
+// (spec.cluster) when the backup is added, changed (its status included: the
+// spec is immutable) or deleted, as an owned object does.
+func (d *Dispatcher) backupHandler() cache.ResourceEventHandler {
+	send := func(obj any) {
+		b, ok := Unwrap(obj).(*v1alpha1.MgorsBackup)
+		if !ok || b.Spec.Cluster == "" {
+			return
+		}
+		d.Send(actors.OwnedChanged{Namespace: b.Namespace, Cluster: b.Spec.Cluster, What: "backup " + b.Name})
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { send(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1alpha1.MgorsBackup)
+			n, ok2 := newObj.(*v1alpha1.MgorsBackup)
+			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
 				return // a resync: nothing changed
 			}
 			send(newObj)

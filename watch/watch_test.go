@@ -190,3 +190,62 @@ func TestShardedDispatcher(t *testing.T) {
 	single.mgorsHandler().OnAdd(drained, false)
 	box.wait(t, "ClusterChanged without sharding", func(msg any) bool { _, ok := msg.(actors.ClusterChanged); return ok })
 }
+
+// A MgorsBackup added, changed or deleted wakes the actor of the cluster it
+// names, as an owned object does.
+func TestDispatcherBackups(t *testing.T) {
+	mc, kc := fake.NewClientset(), k8sfake.NewClientset()
+	box := &inbox{}
+	d := &Dispatcher{Informers: kube.NewInformers(kc, mc, kube.InformerOptions{}), Send: box.send, Log: zerolog.Nop()}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	errs := make(chan error, 1)
+	go func() { errs <- d.Run(ctx, 10*time.Second) }()
+	for deadline := time.Now().Add(10 * time.Second); !d.Synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the dispatcher never synced")
+		}
+	}
+	backup := func(x any) bool {
+		o, ok := x.(actors.OwnedChanged)
+		return ok && o == actors.OwnedChanged{Namespace: "db", Cluster: "demo", What: "backup nightly"}
+	}
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "db", ResourceVersion: "1"},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"}}
+	created, err := mc.MgorsBackups("db").Create(ctx, b, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged on a backup's add", backup)
+
+	created.Status.Phase = v1alpha1.BackupRunning
+	created.ResourceVersion = "2"
+	if _, err := mc.MgorsBackups("db").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged on a backup's update", backup)
+
+	if err := mc.MgorsBackups("db").Delete(ctx, "nightly", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged on a backup's delete", backup)
+	box.none(t, "a second OwnedChanged for the backup", backup)
+	cancel()
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The backup handler unwraps tombstones and ignores resyncs.
+func TestBackupHandler(t *testing.T) {
+	box := &inbox{}
+	h := (&Dispatcher{Send: box.send}).backupHandler()
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "db", ResourceVersion: "3"},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"}}
+	want := actors.OwnedChanged{Namespace: "db", Cluster: "demo", What: "backup nightly"}
+	is := func(x any) bool { o, ok := x.(actors.OwnedChanged); return ok && o == want }
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "db/nightly", Obj: b})
+	box.wait(t, "OwnedChanged from a tombstone", is)
+	h.OnUpdate(b, b.DeepCopy())
+	box.none(t, "OwnedChanged on a resync", is)
+}
