@@ -7,8 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/mgors/operator/deploy"
 )
@@ -51,6 +55,57 @@ func TestCRDUpToDate(t *testing.T) {
 		}
 		if !bytes.Equal(got, committed) {
 			t.Fatalf("deploy/crd/%s is stale: run `make manifests` and commit the result", name)
+		}
+	}
+}
+
+// Every CRD in deploy/crd is embedded (the operator installs it) and listed
+// in deploy/'s kustomization (kubectl apply -k deploy/ installs it); the
+// namespaced install lists none (a person applies deploy/crd/).
+func TestEveryCRDIsInstalled(t *testing.T) {
+	files, err := filepath.Glob("crd/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded := [][]byte{deploy.CRD, deploy.BackupCRD}
+	if len(files) != len(embedded) {
+		t.Fatalf("deploy/crd holds %v; the operator embeds %d CRDs", files, len(embedded))
+	}
+	resources := func(path string) []string {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var k struct {
+			Resources []string `json:"resources"`
+		}
+		if err := yaml.Unmarshal(b, &k); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		return k.Resources
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := false
+		for _, e := range embedded {
+			found = found || bytes.Equal(b, e)
+		}
+		if !found {
+			t.Errorf("%s is not embedded in the operator (deploy.go)", f)
+		}
+	}
+	listed := resources("kustomization.yaml")
+	for _, f := range files {
+		if !slices.Contains(listed, f) {
+			t.Errorf("deploy/kustomization.yaml does not list %s (has %v)", f, listed)
+		}
+	}
+	for _, r := range resources("namespaced/kustomization.yaml") {
+		if strings.Contains(r, "crd") {
+			t.Errorf("deploy/namespaced/kustomization.yaml lists %s: the namespaced install may not write a CRD", r)
 		}
 	}
 }

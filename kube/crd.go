@@ -24,54 +24,84 @@ const callTimeout = 10 * time.Second
 
 // CRD decodes the Mgors CustomResourceDefinition embedded in the binary.
 func CRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	return decodeCRD("Mgors", deploy.CRD)
+}
+
+// BackupCRD decodes the MgorsBackup CustomResourceDefinition embedded in the binary.
+func BackupCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	return decodeCRD("MgorsBackup", deploy.BackupCRD)
+}
+
+// CRDs are every CustomResourceDefinition the operator installs: Mgors, then
+// MgorsBackup.
+func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, decode := range []func() (*apiextensionsv1.CustomResourceDefinition, error){CRD, BackupCRD} {
+		crd, err := decode()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, crd)
+	}
+	return out, nil
+}
+
+func decodeCRD(kind string, y []byte) (*apiextensionsv1.CustomResourceDefinition, error) {
 	var crd apiextensionsv1.CustomResourceDefinition
-	if err := yaml.UnmarshalStrict(deploy.CRD, &crd); err != nil {
-		return nil, fmt.Errorf("decoding the embedded Mgors CRD: %w", err)
+	if err := yaml.UnmarshalStrict(y, &crd); err != nil {
+		return nil, fmt.Errorf("decoding the embedded %s CRD: %w", kind, err)
 	}
 	return &crd, nil
 }
 
-// InstallCRD creates the Mgors CRD, or updates it to the embedded one, and waits
-// until the API server reports it Established (or timeout passes), as the
-// original operator created its TPR and waited for it before watching.
+// InstallCRD creates the operator's CRDs (CRDs: Mgors and MgorsBackup), or
+// updates them to the embedded ones, and waits until the API server reports
+// every one Established (or timeout passes), as the original operator
+// created its TPR and waited for it before watching.
 func InstallCRD(ctx context.Context, c apiextensionsclient.Interface, timeout time.Duration) error {
-	want, err := CRD()
+	wants, err := CRDs()
 	if err != nil {
 		return err
 	}
 	crds := c.ApiextensionsV1().CustomResourceDefinitions()
-	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
-		defer cancel()
-		have, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			_, err = crds.Create(callCtx, want, metav1.CreateOptions{})
+	for _, want := range wants {
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+			defer cancel()
+			have, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err):
+				_, err = crds.Create(callCtx, want, metav1.CreateOptions{})
+				return err
+			case err != nil:
+				return err
+			}
+			updated := have.DeepCopy()
+			updated.Spec = want.Spec
+			updated.Labels = want.Labels
+			updated.Annotations = want.Annotations
+			_, err = crds.Update(callCtx, updated, metav1.UpdateOptions{})
 			return err
-		case err != nil:
-			return err
-		}
-		updated := have.DeepCopy()
-		updated.Spec = want.Spec
-		updated.Labels = want.Labels
-		updated.Annotations = want.Annotations
-		_, err = crds.Update(callCtx, updated, metav1.UpdateOptions{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("installing CRD %s: %w", want.Name, err)
-	}
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		callCtx, cancel := context.WithTimeout(ctx, callTimeout)
-		defer cancel()
-		crd, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
+		})
 		if err != nil {
-			return false, nil // transient: keep polling until the deadline
+			return fmt.Errorf("installing CRD %s: %w", want.Name, err)
 		}
-		return Established(crd), nil
+	}
+	waiting := wants[0].Name
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, want := range wants {
+			waiting = want.Name
+			callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+			crd, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
+			cancel()
+			if err != nil || !Established(crd) {
+				return false, nil // transient or not yet: keep polling until the deadline
+			}
+		}
+		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for CRD %s to be Established: %w", want.Name, err)
+		return fmt.Errorf("waiting for CRD %s to be Established: %w", waiting, err)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -66,6 +67,43 @@ func TestCRDIdentity(t *testing.T) {
 	}
 }
 
+func TestBackupCRDIdentity(t *testing.T) {
+	crd, err := BackupCRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := crd.Spec.Names
+	if crd.Name != "mgorsbackups.mgors.io" || crd.Spec.Group != v1alpha1.GroupName || n.Kind != v1alpha1.BackupKind ||
+		n.ListKind != "MgorsBackupList" || n.Plural != v1alpha1.BackupResource || n.Singular != "mgorsbackup" ||
+		len(n.ShortNames) != 1 || n.ShortNames[0] != "mgob" || crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
+		t.Fatalf("CRD identity is off: %s %+v", crd.Name, n)
+	}
+	if v := crd.Spec.Versions[0]; v.Name != v1alpha1.Version || v.Subresources == nil || v.Subresources.Status == nil {
+		t.Fatalf("version %s, subresources %+v", v.Name, v.Subresources)
+	}
+	all, err := CRDs()
+	if err != nil || len(all) != 2 || all[0].Name != "mgorses.mgors.io" || all[1].Name != "mgorsbackups.mgors.io" {
+		t.Fatalf("CRDs: %v, %v", all, err)
+	}
+}
+
+// installed are the CRDs the fake API server holds, Established.
+func installed(t *testing.T, c *fake.Clientset) []string {
+	t.Helper()
+	l, err := c.ApiextensionsV1().CustomResourceDefinitions().List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, crd := range l.Items {
+		if Established(&crd) {
+			out = append(out, crd.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func TestInstallCRDCreatesAndWaits(t *testing.T) {
 	c := fake.NewClientset()
 	establishOnWrite(c)
@@ -74,25 +112,44 @@ func TestInstallCRDCreatesAndWaits(t *testing.T) {
 	if err := InstallCRD(ctx, c, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	got, err := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "mgorses.mgors.io", metav1.GetOptions{})
-	if err != nil || !Established(got) {
-		t.Fatalf("CRD not installed and established: %v", err)
+	if got, want := installed(t, c), []string{"mgorsbackups.mgors.io", "mgorses.mgors.io"}; !slices.Equal(got, want) {
+		t.Fatalf("CRDs installed and established: %v, want %v", got, want)
 	}
 }
 
 func TestInstallCRDUpdatesAnOldSchema(t *testing.T) {
 	old, _ := CRD()
 	old.Spec.Versions[0].AdditionalPrinterColumns = nil
-	c := fake.NewClientset(old)
+	oldBackup, _ := BackupCRD()
+	oldBackup.Spec.Versions[0].AdditionalPrinterColumns = nil
+	c := fake.NewClientset(old, oldBackup)
 	establishOnWrite(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := InstallCRD(ctx, c, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, "mgorses.mgors.io", metav1.GetOptions{})
-	if len(got.Spec.Versions[0].AdditionalPrinterColumns) == 0 {
-		t.Fatal("the CRD was not updated to the embedded schema")
+	for _, name := range []string{"mgorses.mgors.io", "mgorsbackups.mgors.io"} {
+		got, _ := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
+		if len(got.Spec.Versions[0].AdditionalPrinterColumns) == 0 {
+			t.Fatalf("%s was not updated to the embedded schema", name)
+		}
+	}
+}
+
+// An operator upgraded from one that installed only the Mgors CRD adds the
+// MgorsBackup CRD beside it.
+func TestInstallCRDAddsTheBackupCRD(t *testing.T) {
+	have, _ := CRD()
+	c := fake.NewClientset(have)
+	establishOnWrite(c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := InstallCRD(ctx, c, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := installed(t, c), []string{"mgorsbackups.mgors.io", "mgorses.mgors.io"}; !slices.Equal(got, want) {
+		t.Fatalf("CRDs installed and established: %v, want %v", got, want)
 	}
 }
 

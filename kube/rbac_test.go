@@ -174,3 +174,68 @@ func TestEveryInformerIsGrantedListAndWatch(t *testing.T) {
 		}
 	}
 }
+
+// The CRD installer may get and update every CRD it installs (CRDs), and no other.
+func TestCRDInstallerIsGrantedEveryCRD(t *testing.T) {
+	crds, err := CRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, crd := range crds {
+		want = append(want, crd.Name)
+	}
+	for _, p := range Permissions {
+		if p.Resource == "customresourcedefinitions" && p.Names != nil && !slices.Equal(p.Names, want) {
+			t.Errorf("get, update on CRDs %v; InstallCRD installs %v", p.Names, want)
+		}
+	}
+}
+
+// Every Mgors API resource the code reaches through the typed client
+// (kube/client) is granted, and the informers' kinds list and watch.
+func TestEveryMgorsResourceTheCodeCallsIsGranted(t *testing.T) {
+	call := regexp.MustCompile(`\.(Mgorses|MgorsBackups)\(`)
+	verbs := func(res string) []string {
+		for _, p := range Permissions {
+			if p.Group == "mgors.io" && p.Resource == res && p.Names == nil {
+				return p.Verbs
+			}
+		}
+		return nil
+	}
+	seen := map[string]bool{}
+	for _, dir := range []string{".", "../actors", "../watch", "../cmd/mgors-operator"} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, m := range call.FindAllStringSubmatch(string(b), -1) {
+				res := strings.ToLower(m[1])
+				seen[res] = true
+				if len(verbs(res)) == 0 {
+					t.Errorf("%s calls %s() but kube.Permissions grant nothing on %s", f, m[1], res)
+				}
+			}
+		}
+	}
+	if !seen["mgorses"] || !seen["mgorsbackups"] {
+		t.Fatalf("the scan found %v: broken", seen)
+	}
+	for _, res := range []string{"mgorses", "mgorsbackups"} {
+		if v := verbs(res); !slices.Contains(v, "list") || !slices.Contains(v, "watch") || !slices.Contains(v, "get") {
+			t.Errorf("%s: the informer lists and watches, the status writer gets; granted %v", res, v)
+		}
+		if v := verbs(res + "/status"); !slices.Contains(v, "update") {
+			t.Errorf("%s/status: the status writer updates; granted %v", res, v)
+		}
+	}
+}
