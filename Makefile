@@ -76,7 +76,7 @@ build: ## Build every command into bin/ (mgorsctl also as the kubectl plugin kub
 generate: ## Regenerate DeepCopy methods from the API types.
 	$(CONTROLLER_GEN) object paths=./kube/api/...
 
-manifests: generate ## Regenerate the CRD in deploy/crd from the API types.
+manifests: generate ## Regenerate the CRDs in deploy/crd from the API types.
 	$(CONTROLLER_GEN) crd paths=./kube/api/... output:crd:artifacts:config=deploy/crd
 
 test: $(GOTESTSUM) deps build localkube-build kubelet-mongosh ## Run every test (unit, and end-to-end on the local cluster).

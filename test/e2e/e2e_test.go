@@ -153,8 +153,8 @@ func condition(m *v1alpha1.Mgors, typ string) *metav1.Condition {
 	return nil
 }
 
-// installCRD installs the Mgors CRD from the binary's embedded copy, as the
-// operator does at start.
+// installCRD installs the Mgors and MgorsBackup CRDs from the binary's
+// embedded copies, as the operator does at start.
 func installCRD(t testing.TB, env *harness.Env) {
 	t.Helper()
 	ac, err := apiextensionsclient.NewForConfig(env.Config)

@@ -171,7 +171,7 @@ func newHarness(ctx context.Context, base *rest.Config, c Config) (*harness, err
 	ictx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := kube.InstallCRD(ictx, ac, 2*time.Minute); err != nil {
-		return nil, fmt.Errorf("installing the CRD: %w", err)
+		return nil, fmt.Errorf("installing the CRDs: %w", err)
 	}
 	ns := fmt.Sprintf("scale-%s-%d-%s", c.Row, c.N, time.Now().UTC().Format("150405"))
 	if _, err := kc.CoreV1().Namespaces().Create(ictx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
