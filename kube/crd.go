@@ -10,6 +10,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
+	apiextensionsv1client "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset/typed/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -91,11 +92,8 @@ func InstallCRD(ctx context.Context, c apiextensionsclient.Interface, timeout ti
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		for _, want := range wants {
 			waiting = want.Name
-			callCtx, cancel := context.WithTimeout(ctx, callTimeout)
-			crd, err := crds.Get(callCtx, want.Name, metav1.GetOptions{})
-			cancel()
-			if err != nil || !Established(crd) {
-				return false, nil // transient or not yet: keep polling until the deadline
+			if !establishedNow(ctx, crds, want.Name) {
+				return false, nil
 			}
 		}
 		return true, nil
@@ -104,6 +102,15 @@ func InstallCRD(ctx context.Context, c apiextensionsclient.Interface, timeout ti
 		return fmt.Errorf("waiting for CRD %s to be Established: %w", waiting, err)
 	}
 	return nil
+}
+
+// establishedNow reads the CRD name and reports whether it is Established; a
+// failed read is transient (not yet), and the caller polls until its deadline.
+func establishedNow(ctx context.Context, crds apiextensionsv1client.CustomResourceDefinitionInterface, name string) bool {
+	callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	crd, err := crds.Get(callCtx, name, metav1.GetOptions{})
+	return err == nil && Established(crd)
 }
 
 // Established reports whether the API server serves the CRD.
