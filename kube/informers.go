@@ -51,7 +51,8 @@ type InformerOptions struct {
 // claims, Services, budgets) are selected by the managed-by label; Secrets
 // are not, as a Secret the user names in the spec carries no label of ours,
 // and are cached without their data (Transform), which SecretData reads once
-// per resourceVersion.
+// per resourceVersion. MgorsBackups are all of the namespaces watched,
+// indexed by the cluster they name (Backups).
 type Informers struct {
 	kube kubernetes.Interface
 	opts InformerOptions
