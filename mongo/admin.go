@@ -204,9 +204,7 @@ func (c *Client) conn(host string, auth bool) (*driver.Client, error) {
 	if dc, ok := cache[host]; ok {
 		return dc, nil
 	}
-	o := options.Client().SetHosts([]string{host}).SetDirect(true).SetAppName("mgors").
-		SetServerSelectionTimeout(c.opts.Timeout).SetConnectTimeout(c.opts.Timeout).
-		SetMaxPoolSize(4).SetRetryWrites(false).SetRetryReads(false)
+	o := clientOptions(c.opts, host, auth, c.sha1[host])
 	var mon *monitor
 	if auth {
 		o.SetHeartbeatInterval(idleHeartbeat).SetServerMonitoringMode(options.ServerMonitoringModePoll)
@@ -215,28 +213,6 @@ func (c *Client) conn(host string, auth bool) (*driver.Client, error) {
 		if c.opts.Changed != nil {
 			mon = newMonitor(host, c.opts.Changed)
 			o.SetServerMonitor(mon.serverMonitor())
-		}
-	}
-	switch {
-	case c.opts.Dial != nil:
-		o.SetDialer(dialFunc(c.opts.Dial))
-	case c.opts.Resolver != nil:
-		o.SetDialer(&net.Dialer{Resolver: c.opts.Resolver, Timeout: c.opts.Timeout, KeepAlive: 30 * time.Second})
-	}
-	if c.opts.TLS != nil {
-		o.SetTLSConfig(c.opts.TLS)
-	}
-	if auth {
-		cr := c.opts.Credentials
-		switch {
-		case len(cr.Keyfile) > 0:
-			mech := "SCRAM-SHA-256"
-			if c.sha1[host] {
-				mech = "SCRAM-SHA-1"
-			}
-			o.SetAuth(options.Credential{AuthMechanism: mech, AuthSource: "local", Username: "__system", Password: KeyfilePassword(cr.Keyfile)})
-		case cr.Username != "":
-			o.SetAuth(options.Credential{AuthMechanism: "SCRAM-SHA-256", AuthSource: "admin", Username: cr.Username, Password: cr.Password})
 		}
 	}
 	dc, err := driver.Connect(o)
@@ -248,6 +224,50 @@ func (c *Client) conn(host string, auth bool) (*driver.Client, error) {
 		c.watch[host] = mon
 	}
 	return dc, nil
+}
+
+// clientOptions are the options of a direct connection to host, with
+// opts's dialer and TLS, authenticated with opts's credentials when auth
+// (SCRAM-SHA-1 for the keyfile when sha1: a member that refused SHA-256).
+func clientOptions(opts Options, host string, auth, sha1 bool) *options.ClientOptions {
+	o := options.Client().SetHosts([]string{host}).SetDirect(true).SetAppName("mgors").
+		SetServerSelectionTimeout(opts.Timeout).SetConnectTimeout(opts.Timeout).
+		SetMaxPoolSize(4).SetRetryWrites(false).SetRetryReads(false)
+	switch {
+	case opts.Dial != nil:
+		o.SetDialer(dialFunc(opts.Dial))
+	case opts.Resolver != nil:
+		o.SetDialer(&net.Dialer{Resolver: opts.Resolver, Timeout: opts.Timeout, KeepAlive: 30 * time.Second})
+	}
+	if opts.TLS != nil {
+		o.SetTLSConfig(opts.TLS)
+	}
+	if !auth {
+		return o
+	}
+	cr := opts.Credentials
+	switch {
+	case len(cr.Keyfile) > 0:
+		mech := "SCRAM-SHA-256"
+		if sha1 {
+			mech = "SCRAM-SHA-1"
+		}
+		o.SetAuth(options.Credential{AuthMechanism: mech, AuthSource: "local", Username: "__system", Password: KeyfilePassword(cr.Keyfile)})
+	case cr.Username != "":
+		o.SetAuth(options.Credential{AuthMechanism: "SCRAM-SHA-256", AuthSource: "admin", Username: cr.Username, Password: cr.Password})
+	}
+	return o
+}
+
+// Open is a new direct, authenticated connection to host for a long read (a
+// backup's dump), apart from any Client's cached ones; the caller
+// disconnects it. opts.Timeout bounds server selection and connecting
+// (DefaultTimeout when zero); each command takes its context's deadline.
+func Open(opts Options, host string) (*driver.Client, error) {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	return driver.Connect(clientOptions(opts, NormalizeHost(host), true, false))
 }
 
 // opened tells host's monitor that a command on its connection returned.

@@ -2,8 +2,10 @@ package mongo
 
 import (
 	"context"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // OperatorUser is the name of the user the operator creates for itself.
@@ -61,4 +63,21 @@ func (c *Client) Login(ctx context.Context, host string, cred Credentials) error
 	probe := NewClient(opts)
 	defer func() { _ = probe.Close(context.Background()) }()
 	return probe.run(ctx, host, "login "+cred.String(), true, bson.D{{Key: "ping", Value: 1}}, nil)
+}
+
+// BackupRole is the built-in role a backup reads with: find on every
+// database, local.oplog.rs included.
+var BackupRole = Role{Role: "backup", DB: "admin"}
+
+// GrantRoles grants user of the admin database roles, on the primary dc is
+// connected to, acknowledged by a majority; granting a role the user holds
+// changes nothing.
+func GrantRoles(ctx context.Context, dc *driver.Client, user string, roles []Role) error {
+	wait := DefaultTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		wait = time.Until(dl)
+	}
+	cmd := bson.D{{Key: "grantRolesToUser", Value: user}, {Key: "roles", Value: roles},
+		{Key: "writeConcern", Value: bson.D{{Key: "w", Value: "majority"}, {Key: "wtimeout", Value: wait.Milliseconds()}}}}
+	return dc.Database("admin").RunCommand(ctx, cmd).Err()
 }
