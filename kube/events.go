@@ -74,7 +74,7 @@ func Redact(s string) string {
 	return userinfo.ReplaceAllString(s, "${1}REDACTED@")
 }
 
-func (r *Recorder) emit(m *v1alpha1.Mgors, typ, reason, format string, args ...any) {
+func (r *Recorder) emit(m runtime.Object, typ, reason, format string, args ...any) {
 	if r == nil || r.rec == nil {
 		return
 	}
@@ -146,9 +146,17 @@ func (r *Recorder) Stalled(m *v1alpha1.Mgors, reason, message string) {
 // Event records an Event of the given reason, for the actor's decisions that
 // have no typed helper; the message is scrubbed like the others.
 func (r *Recorder) Event(m *v1alpha1.Mgors, warning bool, reason, message string) {
-	typ := corev1.EventTypeNormal
+	r.emit(m, eventType(warning), reason, "%s", message)
+}
+
+// BackupEvent records an Event about a MgorsBackup, for `kubectl describe mgob`.
+func (r *Recorder) BackupEvent(b *v1alpha1.MgorsBackup, warning bool, reason, message string) {
+	r.emit(b, eventType(warning), reason, "%s", message)
+}
+
+func eventType(warning bool) string {
 	if warning {
-		typ = corev1.EventTypeWarning
+		return corev1.EventTypeWarning
 	}
-	r.emit(m, typ, reason, "%s", message)
+	return corev1.EventTypeNormal
 }
