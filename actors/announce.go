@@ -14,8 +14,10 @@ import (
 // warning), also the line `mgorsctl replay` prints. ok is false for other
 // events.
 func Announcement(e Event) (reason, message string, warning, ok bool) {
-	if reason, message, warning, ok = storageAnnouncement(e); ok {
-		return reason, message, warning, ok
+	for _, told := range []func(Event) (string, string, bool, bool){storageAnnouncement, backupAnnouncement} {
+		if reason, message, warning, ok = told(e); ok {
+			return reason, message, warning, ok
+		}
 	}
 	for _, told := range []func(Event) (string, string, bool){tlsAnnouncement, keyfileAnnouncement, caAnnouncement} {
 		if reason, message, ok = told(e); ok {
@@ -112,6 +114,7 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 		if why, msg, warning, ok := Announcement(e); ok {
 			reason = msg
 			c.deps.World.Event(c.mgors, warning, why, msg)
+			c.announceBackup(e)
 		}
 	}
 	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})

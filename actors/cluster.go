@@ -155,8 +155,9 @@ type cluster struct {
 	quiet     int  // observations in a row that wrote nothing
 	draining  bool // stop when the step under way ends (ClusterDrain)
 
-	wake   *wakeup       // nil unless the World is a Watcher (wake.go)
-	status *statusWriter // shared with the producer, as latest
+	wake    *wakeup       // nil unless the World is a Watcher (wake.go)
+	status  *statusWriter // shared with the producer, as latest
+	backups *backupJobs   // shared with the producer, as latest (backup.go)
 }
 
 // statusWriter orders the status writes of a cluster, which run off the
@@ -203,14 +204,14 @@ func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
 	// The producer builds every incarnation of the actor (the first, and each
 	// restart by the supervisor) from the newest spec the actor was sent, never
 	// the one it was spawned with: a restart must not act on an old spec.
-	latest, status := &latestSpec{m: m.DeepCopy()}, &statusWriter{}
+	latest, status, backups := &latestSpec{m: m.DeepCopy()}, &statusWriter{}, newBackupJobs()
 	var opts []actor.PropsOption
 	if deps.Mailbox != nil {
 		opts = append(opts, actor.WithMailbox(actor.Unbounded(deps.Mailbox(stream.Key()))))
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &cluster{
-			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(), status: status,
+			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(), status: status, backups: backups,
 			log: deps.Log.With().Str("cluster", stream.Key()).Str("uid", stream.UID).Logger(),
 		}
 	}, opts...)
@@ -227,6 +228,7 @@ func (c *cluster) Receive(ctx actor.Context) {
 			c.stopTimer = nil
 		}
 	case *actor.Stopped:
+		c.backups.stop()
 		if c.deps.Metrics != nil {
 			c.deps.Metrics.Forget(c.stream.Key())
 		}
@@ -262,6 +264,8 @@ func (c *cluster) Receive(ctx actor.Context) {
 		c.onPersisted(ctx, msg)
 	case acted:
 		c.onActed(ctx, msg)
+	case backedUp:
+		c.onBackedUp(ctx, msg)
 	}
 }
 
@@ -352,7 +356,9 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	if c.deps.Metrics != nil {
 		c.deps.Metrics.Health(c.stream.Key(), healthOf(obs))
 	}
-	in := Inputs{Mgors: c.mgors, Desired: mongo.Desired(c.mgors, c.deps.ClusterDomain), Obs: obs, Now: c.deps.now()}
+	c.tendBackups(ctx, nil)
+	in := Inputs{Mgors: c.mgors, Desired: mongo.Desired(c.mgors, c.deps.ClusterDomain), Obs: obs, Now: c.deps.now(),
+		BackupResults: c.backups.pending()}
 	d := Decide(c.state, in)
 	if len(d.Events) == 0 {
 		c.writeStatus(ctx)
@@ -413,6 +419,7 @@ func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
 			c.deps.AfterAppend(r)
 		}
 	}
+	c.backupsRecorded(ctx, msg.events)
 	c.sinceSnap += int64(len(msg.recs))
 	c.maybeSnapshot(ctx)
 	c.writeStatus(ctx)
@@ -483,6 +490,9 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 		return
 	}
 	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
+	backups := c.lastObs.Backups
+	wantBackups := BackupStatuses(c.state, backups)
+	bw, _ := c.deps.World.(BackupWorld)
 	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()
 	go func() {
 		defer recoverIn(log, "writing status")
@@ -499,6 +509,12 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 		defer cancel()
 		if err := deps.World.WriteStatus(sctx, m, st); err != nil {
 			log.Warn().Err(err).Msg("writing status failed; it is written again after the next change")
+		}
+		if bw == nil || len(wantBackups) == 0 {
+			return
+		}
+		if err := writeBackupStatuses(sctx, bw, backups, wantBackups); err != nil {
+			log.Warn().Err(err).Msg("writing a backup's status failed; it is written again after the next change")
 		}
 	}()
 }

@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 )
 
@@ -86,6 +87,11 @@ type Observation struct {
 	RotateKeyfile string
 	// RotateCA is the value of RotateCAAnnotation ("" when none).
 	RotateCA string
+	// Backups are the cluster's MgorsBackups, oldest first (decide_backup.go);
+	// BackupsRead is false when they could not be read, so that a backup
+	// missing from Backups is known to be deleted only when it is true.
+	Backups     []*v1alpha1.MgorsBackup
+	BackupsRead bool
 	// KeyfileKeys are the fingerprints of the keyfile Secret's keys, in
 	// order (kube.KeyFingerprint); nil when it could not be read.
 	KeyfileKeys []string

@@ -138,6 +138,13 @@ type State struct {
 	// External is the members' external addresses last recorded (nil
 	// without spec.externalAccess; decide_external.go).
 	External *ExternalView `json:"external,omitempty"`
+	// Backups are the backups started, the running ones and the last ended
+	// ones (decide_backup.go), oldest first.
+	Backups []BackupRun `json:"backups,omitempty"`
+	// BackupRole is true once the operator's own user was granted the
+	// backup role (GrantBackupRole), until it authenticates as that user
+	// anew (AuthSwitched).
+	BackupRole bool `json:"backupRole,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -162,6 +169,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldKeyfile(s, e)
 	s = foldCA(s, e)
 	s = foldExternal(s, e)
+	s = foldBackup(s, at, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

@@ -71,32 +71,10 @@ var _ World = (*KubeWorld)(nil)
 // Secret or from the operator's Secret (read each time: a changed Secret
 // is a new client, and the old one is closed).
 func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mongo.Admin, error) {
-	name := m.KeyfileSecretName()
-	if auth == AuthOperator {
-		name = m.OperatorSecretName()
-	}
-	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
-	if err != nil {
-		return nil, fmt.Errorf("reading the Secret %s: %w", name, err)
-	}
-	var cred mongo.Credentials
-	if auth == AuthOperator {
-		u, pw := userAndPassword(sec, mongo.OperatorUser)
-		cred = mongo.AdminUser(u, pw)
-	} else {
-		// Its first key: while a key rotates the Secret holds two, and the
-		// members that run either step's keyfile accept the first.
-		keys, err := kube.KeyfileKeys(sec.Data[v1alpha1.KeyfileSecretKey])
-		if err != nil {
-			return nil, fmt.Errorf("the keyfile Secret %s, key %q: %w", name, v1alpha1.KeyfileSecretKey, err)
-		}
-		cred = mongo.KeyfileAuth([]byte(keys[0]))
-	}
-	tlsConf, tlsKey, err := w.clientTLS(ctx, m)
+	opts, key, err := w.memberOptions(ctx, m, auth)
 	if err != nil {
 		return nil, err
 	}
-	key := auth.String() + "@" + sec.ResourceVersion + tlsKey
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c, ok := w.admins[string(m.UID)]
@@ -106,9 +84,6 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 	if ok {
 		go func() { _ = c.admin.Close(context.Background()) }()
 	}
-	opts := w.Mongo
-	opts.Credentials = cred
-	opts.TLS = tlsConf
 	opts.Changed = w.changed(string(m.UID))
 	newAdmin := w.NewAdmin
 	if newAdmin == nil {
@@ -120,6 +95,40 @@ func (w *KubeWorld) admin(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mo
 	}
 	w.admins[string(m.UID)] = cachedAdmin{admin: a, key: key}
 	return a, nil
+}
+
+// memberOptions are the options of a client of m's members authenticated as
+// auth (the credentials from the keyfile or the operator's Secret, the TLS
+// config from the CA Secret), and a key that changes with them.
+func (w *KubeWorld) memberOptions(ctx context.Context, m *v1alpha1.Mgors, auth Auth) (mongo.Options, string, error) {
+	name := m.KeyfileSecretName()
+	if auth == AuthOperator {
+		name = m.OperatorSecretName()
+	}
+	sec, err := w.Cache.SecretData(ctx, m.Namespace, name)
+	if err != nil {
+		return mongo.Options{}, "", fmt.Errorf("reading the Secret %s: %w", name, err)
+	}
+	var cred mongo.Credentials
+	if auth == AuthOperator {
+		u, pw := userAndPassword(sec, mongo.OperatorUser)
+		cred = mongo.AdminUser(u, pw)
+	} else {
+		// Its first key: while a key rotates the Secret holds two, and the
+		// members that run either step's keyfile accept the first.
+		keys, err := kube.KeyfileKeys(sec.Data[v1alpha1.KeyfileSecretKey])
+		if err != nil {
+			return mongo.Options{}, "", fmt.Errorf("the keyfile Secret %s, key %q: %w", name, v1alpha1.KeyfileSecretKey, err)
+		}
+		cred = mongo.KeyfileAuth([]byte(keys[0]))
+	}
+	tlsConf, tlsKey, err := w.clientTLS(ctx, m)
+	if err != nil {
+		return mongo.Options{}, "", err
+	}
+	opts := w.Mongo
+	opts.Credentials, opts.TLS = cred, tlsConf
+	return opts, auth.String() + "@" + sec.ResourceVersion + tlsKey, nil
 }
 
 // Forget closes the admin client of a cluster that is gone, and stops
@@ -148,6 +157,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 	if err := w.observeObjects(m, &o); err != nil {
 		return o, err
 	}
+	w.observeBackups(m, &o)
 	if err := w.observeCertificate(ctx, m, &o); err != nil {
 		return o, err
 	}
@@ -446,6 +456,8 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return actApplyConfig(ctx, admin, a)
 	case ActGrantConfigRole:
 		return admin.GrantConfigRole(ctx, a.Host, mongo.OperatorUser)
+	case ActGrantBackupRole:
+		return w.grantBackupRole(ctx, m, a)
 	}
 	return fmt.Errorf("unknown action %q", a.Kind)
 }

@@ -1,0 +1,212 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo/backup"
+)
+
+// BackupWorld is what a World does for backups (KubeWorld). A World
+// without it takes none: the backups it is shown stay Pending.
+type BackupWorld interface {
+	// Backup dumps the cluster as run says (the member, the prefix) into
+	// the store of b, authenticated as auth, and returns BackupCompleted or
+	// BackupFailed. ctx bounds the whole dump; each call has its own deadline.
+	Backup(ctx context.Context, m *v1alpha1.Mgors, b *v1alpha1.MgorsBackup, run BackupStarted, auth Auth) Event
+	// SettleBackup is the result of a backup no goroutine runs any more:
+	// BackupCompleted when the store holds its manifest, BackupFailed when
+	// it holds none; an error when the store cannot say (tried again at the
+	// next observation).
+	SettleBackup(ctx context.Context, m *v1alpha1.Mgors, b *v1alpha1.MgorsBackup, run BackupStarted) (Event, error)
+	// WriteBackupStatus writes the status of b when it differs.
+	WriteBackupStatus(ctx context.Context, b *v1alpha1.MgorsBackup, st v1alpha1.MgorsBackupStatus) error
+	// BackupEvent records a Kubernetes Event on b, for `kubectl describe mgob`.
+	BackupEvent(b *v1alpha1.MgorsBackup, warning bool, reason, message string)
+}
+
+// backupDeadline bounds one dump, and settleDeadline the reading of one
+// manifest after a restart.
+const (
+	backupDeadline = 12 * time.Hour
+	settleDeadline = time.Minute
+)
+
+// backupJobs are a cluster's dumps running in this process, and the results
+// of those that ended, not yet recorded, by the MgorsBackup's UID. It is
+// shared by the actor's incarnations (as latestSpec): a supervisor restart
+// neither loses a result nor settles a dump that still runs.
+type backupJobs struct {
+	mu      sync.Mutex
+	cancel  map[string]context.CancelFunc
+	results map[string]Event
+}
+
+func newBackupJobs() *backupJobs {
+	return &backupJobs{cancel: map[string]context.CancelFunc{}, results: map[string]Event{}}
+}
+
+// backedUp is the end of a dump or of a settling, sent by its goroutine;
+// result is nil when a settling could not tell.
+type backedUp struct {
+	uid    string
+	result Event
+}
+
+// pending are the results not yet recorded, for Decide.
+func (j *backupJobs) pending() map[string]Event {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.results) == 0 {
+		return nil
+	}
+	out := make(map[string]Event, len(j.results))
+	for k, v := range j.results {
+		out[k] = v
+	}
+	return out
+}
+
+// tendBackups starts a goroutine for every backup the state shows running
+// that none runs and no result waits for: the dump of those whose start was
+// just recorded (fresh), a settling from the store for the others (the
+// operator restarted while they ran). A backup whose MgorsBackup is not
+// observed waits: Decide fails it once the observation shows it deleted.
+func (c *cluster) tendBackups(ctx actor.Context, fresh map[string]bool) {
+	bw, ok := c.deps.World.(BackupWorld)
+	if !ok || c.lastObs == nil {
+		return
+	}
+	j := c.backups
+	for _, r := range c.state.Backups {
+		if !r.Running() {
+			continue
+		}
+		b := observedBackup(c.lastObs.Backups, r.UID)
+		j.mu.Lock()
+		_, running := j.cancel[r.UID]
+		_, ended := j.results[r.UID]
+		if running || ended || b == nil {
+			j.mu.Unlock()
+			continue
+		}
+		deadline, what := settleDeadline, "settling"
+		if fresh[r.UID] {
+			deadline, what = backupDeadline, "dump"
+		}
+		bctx, cancel := context.WithTimeout(context.Background(), deadline)
+		j.cancel[r.UID] = cancel
+		j.mu.Unlock()
+		m, b, run, auth, log := c.subject(), b.DeepCopy(), r.BackupStarted, c.state.Auth, c.log
+		log.Info().Str("backup", run.Backup).Str("member", run.Member).Str("step", what).Msg("backup goroutine started")
+		async(ctx, func() any {
+			defer cancel()
+			if what == "dump" {
+				return backedUp{uid: run.UID, result: bw.Backup(bctx, m, b, run, auth)}
+			}
+			res, err := bw.SettleBackup(bctx, m, b, run)
+			if err != nil {
+				log.Warn().Err(err).Str("backup", run.Backup).Msg("settling a backup from its store failed; trying again at the next observation")
+			}
+			return backedUp{uid: run.UID, result: res}
+		}, func(err error) any {
+			return backedUp{uid: run.UID, result: BackupFailed{Backup: run.Backup, UID: run.UID, Reason: err.Error()}}
+		})
+	}
+}
+
+// onBackedUp keeps a dump's result until Decide records it.
+func (c *cluster) onBackedUp(ctx actor.Context, msg backedUp) {
+	j := c.backups
+	j.mu.Lock()
+	delete(j.cancel, msg.uid)
+	if r := c.state.backupRun(msg.uid); msg.result != nil && r != nil && r.Running() {
+		j.results[msg.uid] = msg.result
+	}
+	j.mu.Unlock()
+	c.observe(ctx)
+}
+
+// backupsRecorded forgets the results the records hold, cancels the dumps
+// of the backups that failed (deleted while they ran), and starts the dumps
+// whose start was recorded.
+func (c *cluster) backupsRecorded(ctx actor.Context, events []Event) {
+	fresh := map[string]bool{}
+	j := c.backups
+	j.mu.Lock()
+	for _, e := range events {
+		switch e := e.(type) {
+		case BackupStarted:
+			fresh[e.UID] = true
+		case BackupCompleted:
+			delete(j.results, e.UID)
+		case BackupFailed:
+			delete(j.results, e.UID)
+			if cancel, ok := j.cancel[e.UID]; ok {
+				cancel()
+			}
+		}
+	}
+	j.mu.Unlock()
+	c.tendBackups(ctx, fresh)
+}
+
+// writeBackupStatuses writes the statuses of the cluster's MgorsBackups
+// that differ from the state's (BackupStatuses); called from the status
+// writer's goroutine, after the Mgors status.
+func writeBackupStatuses(ctx context.Context, bw BackupWorld, backups []*v1alpha1.MgorsBackup, want map[string]v1alpha1.MgorsBackupStatus) error {
+	var firstErr error
+	for _, b := range backups {
+		st, ok := want[b.Name]
+		if !ok {
+			continue
+		}
+		if err := bw.WriteBackupStatus(ctx, b, st); err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("the status of MgorsBackup %s: %w", b.Name, err)
+		}
+	}
+	return firstErr
+}
+
+// stop cancels every dump: the actor stops for good (its Mgors deleted, or
+// given to another replica, which settles them from the store).
+func (j *backupJobs) stop() {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, cancel := range j.cancel {
+		cancel()
+	}
+}
+
+// completed is the record of a backup whose manifest man was written.
+func completed(run BackupStarted, man *backup.Manifest) BackupCompleted {
+	return BackupCompleted{Backup: run.Backup, UID: run.UID, Member: man.Member, SizeBytes: man.Size,
+		Collections: len(man.Collections), Entries: man.Oplog.Entries, Started: man.Started, Finished: man.Finished,
+		Start: man.Start, End: man.End}
+}
+
+// announceBackup tells a backup's start and end on its MgorsBackup too.
+func (c *cluster) announceBackup(e Event) {
+	bw, ok := c.deps.World.(BackupWorld)
+	reason, message, warning, told := backupAnnouncement(e)
+	if !ok || !told || c.lastObs == nil {
+		return
+	}
+	uid := ""
+	switch e := e.(type) {
+	case BackupStarted:
+		uid = e.UID
+	case BackupCompleted:
+		uid = e.UID
+	case BackupFailed:
+		uid = e.UID
+	}
+	if b := observedBackup(c.lastObs.Backups, uid); b != nil {
+		bw.BackupEvent(b, warning, reason, message)
+	}
+}
