@@ -1,0 +1,211 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo/backup"
+	"github.com/mgors/operator/mongo/backup/store"
+	"github.com/mgors/operator/test/localkube/harness"
+)
+
+// A MgorsBackup of a 3-member set taking writes (docs/design/backup.md):
+// the operator reads a secondary into an S3 server running as a pod
+// (mgors/s3, gofakes3 behind SigV4), the status and `kubectl get mgob`
+// show it Succeeded with its size and restorable point, the Events say so,
+// and the objects restore, with the library a MgorsRestore will use, into
+// a second set that then holds what the first held at the backup's end.
+func TestBackupToS3AndRestore(t *testing.T) {
+	t.Parallel()
+	env := harness.Cluster(t)
+	deployOperator(t, env)
+	ctx := context.Background()
+	endpoint := startS3(t, env)
+
+	mc := mgorsClient(t, env)
+	m := sample(t, env, "mgors-3.yaml", func(m *v1alpha1.Mgors) {
+		m.Name = "bk"
+		m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete
+	})
+	target := sample(t, env, "mgors-3.yaml", func(m *v1alpha1.Mgors) {
+		m.Name = "bk-restored"
+		m.Spec.Members = 1
+		m.Spec.Storage.Reclaim = v1alpha1.VolumeDelete
+	})
+	for _, x := range []*v1alpha1.Mgors{m, target} {
+		if _, err := mc.Mgorses(env.Namespace).Create(ctx, x, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		name := x.Name
+		t.Cleanup(func() { _ = mc.Mgorses(env.Namespace).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	}
+	healthy := func(x *v1alpha1.Mgors) bool { return x.Status.Phase == v1alpha1.PhaseHealthy && x.Status.Primary != "" }
+	got := waitMgors(t, env, m.Name, "Healthy", 4*time.Minute, healthy)
+	set := connect(t, env, got)
+	items := set.Database("shop").Collection("orders")
+	for i := range 200 {
+		if _, err := items.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "sku", Value: fmt.Sprintf("sku-%03d", i%17)}, {Key: "qty", Value: i % 5}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := items.Indexes().CreateOne(ctx, driver.IndexModel{Keys: bson.D{{Key: "sku", Value: 1}}}); err != nil {
+		t.Fatal(err)
+	}
+	// Writes go on while the backup runs.
+	stop := make(chan struct{})
+	writes := make(chan error, 1)
+	go func() {
+		defer close(writes)
+		for i := 1000; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if _, err := items.InsertOne(ctx, bson.D{{Key: "_id", Value: i}, {Key: "sku", Value: "late"}}); err != nil {
+				writes <- err
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+
+	bc := mc.MgorsBackups(env.Namespace)
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: "bk-first"}, Spec: v1alpha1.MgorsBackupSpec{Cluster: m.Name,
+		Store: v1alpha1.BackupStore{Endpoint: fmt.Sprintf("s3.%s.svc:9000", env.Namespace), Bucket: "backups", Prefix: "mgors",
+			TLS: ptr.To(false), CredentialsSecretRef: corev1.LocalObjectReference{Name: "s3-creds"}}}}
+	if _, err := bc.Create(ctx, b, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var done *v1alpha1.MgorsBackup
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		cur, err := bc.Get(ctx, b.Name, metav1.GetOptions{})
+		if err == nil && (cur.Status.Phase == v1alpha1.BackupSucceeded || cur.Status.Phase == v1alpha1.BackupFailed) {
+			done = cur
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the backup did not end in 3 minutes: %+v %v", cur.Status, err)
+		}
+		time.Sleep(time.Second)
+	}
+	close(stop)
+	if err := <-writes; err != nil {
+		t.Fatalf("a write during the backup failed: %v", err)
+	}
+	st := done.Status
+	if st.Phase != v1alpha1.BackupSucceeded {
+		t.Fatalf("the backup failed: %s", st.Message)
+	}
+	if st.Member == "" || strings.HasPrefix(st.Member, got.Status.Primary) || st.SizeBytes == 0 || st.End == nil || st.PointInTimeRange == "" {
+		t.Fatalf("status %+v: want a secondary read, a size, an end and a restorable point (primary %s)", st, got.Status.Primary)
+	}
+	t.Logf("backup %s from %s: %s, restores to %s", b.Name, st.Member, st.Size, st.PointInTimeRange)
+	out := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgob", b.Name)
+	for _, want := range []string{"Succeeded", st.Size, strings.Split(st.PointInTimeRange, "..")[0]} {
+		if !strings.Contains(out, want) {
+			t.Errorf("kubectl get mgob shows no %q:\n%s", want, out)
+		}
+	}
+	describeWith(t, env, m.Name, "BackupStarted", "BackupCompleted")
+
+	// What the set held at End, read at End.
+	want := snapshotAt(t, set, st.End)
+	gotR := waitMgors(t, env, target.Name, "Healthy", 4*time.Minute, healthy)
+	s3, err := store.New(store.Config{Endpoint: endpoint, Bucket: "backups", AccessKey: s3Key, SecretKey: s3Secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := backup.Restore(ctx, connect(t, env, gotR), s3, st.Prefix, backup.RestoreOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("restored: %+v", *res)
+	restored := snapshotAt(t, connect(t, env, gotR), nil)
+	if len(want) != len(restored) {
+		t.Fatalf("restored %d documents, the source held %d at the backup's end", len(restored), len(want))
+	}
+	for id, doc := range want {
+		if restored[id] != doc {
+			t.Fatalf("document %s: restored %s, source %s", id, restored[id], doc)
+		}
+	}
+	if len(want) < 200 {
+		t.Fatalf("only %d documents at the backup's end", len(want))
+	}
+}
+
+// The credential of deploy/samples/backup/s3.yaml.
+const (
+	s3Key    = "demo-access"
+	s3Secret = "demo-secret-change-me"
+)
+
+// startS3 applies deploy/samples/backup/s3.yaml, the S3 server (image
+// mgors/s3) as a pod behind the Service s3:9000 with the bucket "backups"
+// and the Secret s3-creds, as the README has a person do; it returns the
+// pod's address, which this process reaches directly.
+func startS3(t *testing.T, env *harness.Env) string {
+	t.Helper()
+	ctx := context.Background()
+	core := env.Client.CoreV1()
+	mustKubectl(t, env, "", "-n", env.Namespace, "apply", "-f", filepath.Join(repo(t), "deploy", "samples", "backup", "s3.yaml"))
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p, err := core.Pods(env.Namespace).Get(ctx, "s3", metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			endpoint := p.Status.PodIP + ":9000"
+			c, err := store.New(store.Config{Endpoint: endpoint, Bucket: "backups", AccessKey: s3Key, SecretKey: s3Secret})
+			if err == nil {
+				lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				_, err = c.List(lctx, "")
+				cancel()
+			}
+			if err == nil {
+				return endpoint
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the S3 pod did not serve in 2 minutes: %v", err)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// snapshotAt is every document of shop.orders by _id, as extended JSON,
+// read at the backup's End (snapshot read concern) or now when end is nil.
+func snapshotAt(t *testing.T, c *driver.Client, end *v1alpha1.OplogPosition) map[string]string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := bson.D{{Key: "find", Value: "orders"}, {Key: "batchSize", Value: 100000}}
+	if end != nil {
+		cmd = append(cmd, bson.E{Key: "readConcern", Value: bson.D{{Key: "level", Value: "snapshot"},
+			{Key: "atClusterTime", Value: bson.Timestamp{T: uint32(end.Seconds), I: uint32(end.Increment)}}}})
+	}
+	var reply struct {
+		Cursor struct {
+			FirstBatch []bson.Raw `bson:"firstBatch"`
+		} `bson:"cursor"`
+	}
+	if err := c.Database("shop").RunCommand(ctx, cmd).Decode(&reply); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, d := range reply.Cursor.FirstBatch {
+		out[d.Lookup("_id").String()] = d.String()
+	}
+	return out
+}
