@@ -120,4 +120,3 @@ func (w *KubeWorld) backupStore(ctx context.Context, b *v1alpha1.MgorsBackup) (*
 	}
 	return store.New(cfg)
 }
-
