@@ -16,7 +16,7 @@ import (
 func scanForSecrets(tb testing.TB, env *harness.Env) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	secrets, err := secretscan.Secrets(ctx, env.Client, env.Namespace)
+	secrets, err := secretscan.Secrets(ctx, env.Client, mgorsClient(tb, env), env.Namespace)
 	if err != nil {
 		tb.Errorf("secret scan: reading the Secrets: %v", err)
 		return

@@ -122,7 +122,7 @@ func TestNamespacedInstall(t *testing.T) {
 	// Its own log too, besides mgors-system's (which the harness scans).
 	sctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	secrets, err := secretscan.Secrets(sctx, env.Client, env.Namespace)
+	secrets, err := secretscan.Secrets(sctx, env.Client, mgorsClient(t, env), env.Namespace)
 	if err != nil {
 		t.Fatal(err)
 	}

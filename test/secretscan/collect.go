@@ -17,27 +17,41 @@ import (
 	"github.com/mgors/operator/kube"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/kube/client"
+	"github.com/mgors/operator/mongo/backup/store"
 )
 
 // Texts are what the operator wrote that a person or another program can
-// read, by source ("operator/POD", "events", "eventlog/NS/NAME", "status/NS/NAME").
+// read, by source ("operator/POD", "events", "eventlog/NS/NAME", "status/NS/NAME", "backup/NS/NAME").
 type Texts map[string]string
 
 // callTimeout bounds each API call of Collect.
 const callTimeout = 30 * time.Second
 
 // Secrets are the values of every Secret of a Mgors in namespace (labelled
-// with its cluster or owned by one); a user name is not one (the operator's
-// user is named like its Deployment, and mongod logs who authenticated).
-func Secrets(ctx context.Context, kc kubernetes.Interface, namespace string) ([]string, error) {
+// with its cluster or owned by one), and the secret key of every store a
+// MgorsBackup of namespace names; a user name or an access key ID is not
+// one (the operator's user is named like its Deployment, and mongod logs
+// who authenticated).
+func Secrets(ctx context.Context, kc kubernetes.Interface, mc client.Interface, namespace string) ([]string, error) {
 	lctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	l, err := kc.CoreV1().Secrets(namespace).List(lctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
+	backups, err := mc.MgorsBackups(namespace).List(lctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing MgorsBackups: %w", err)
+	}
+	stores := map[string]bool{}
+	for _, b := range backups.Items {
+		stores[b.Spec.Store.CredentialsSecretRef.Name] = true
+	}
 	var out []string
 	for _, s := range l.Items {
+		if v := s.Data[store.SecretAccessKeyKey]; stores[s.Name] && len(v) > 0 {
+			out = append(out, string(v))
+		}
 		owned := s.Labels[kube.LabelCluster] != ""
 		for _, o := range s.OwnerReferences {
 			owned = owned || o.Kind == v1alpha1.Kind
@@ -123,6 +137,14 @@ func Collect(ctx context.Context, kc kubernetes.Interface, mc client.Interface, 
 	for _, m := range list.Items {
 		st, _ := json.Marshal(m.Status)
 		t["status/"+namespace+"/"+m.Name] = string(st)
+	}
+	backups, err := mc.MgorsBackups(namespace).List(lctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing MgorsBackups: %w", err)
+	}
+	for _, b := range backups.Items {
+		st, _ := json.Marshal(b.Status)
+		t["backup/"+namespace+"/"+b.Name] = string(st)
 	}
 	return t, nil
 }
