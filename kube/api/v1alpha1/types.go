@@ -171,6 +171,12 @@ type MgorsSpec struct {
 	// +optional
 	Config *MongodConfig `json:"config,omitempty"`
 
+	// Backup takes MgorsBackups of the cluster on schedules and archives its
+	// oplog for point-in-time restores (types_backup_schedule.go,
+	// docs/design/backup.md).
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
 	// Recovery is the policy for disasters MongoDB cannot heal by itself.
 	// +kubebuilder:default={}
 	// +optional

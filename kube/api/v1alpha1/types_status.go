@@ -94,6 +94,11 @@ type MgorsStatus struct {
 	// ConnectionString is a mongodb:// URI of the replica set without credentials.
 	// +optional
 	ConnectionString string `json:"connectionString,omitempty"`
+	// Backup is the cluster's backups as the operator last recorded them
+	// (spec.backup and the MgorsBackups naming the cluster).
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
+
 	// ExternalConnectionString is a mongodb:// URI of the members' external
 	// addresses (spec.externalAccess) without credentials, set once every
 	// data member has one and the config carries them as its horizon.
