@@ -20,6 +20,10 @@ const (
 	BackupKind = "MgorsBackup"
 	// BackupResource is MgorsBackup's plural resource name.
 	BackupResource = "mgorsbackups"
+	// RestoreKind is the kind of a MgorsRestore object.
+	RestoreKind = "MgorsRestore"
+	// RestoreResource is MgorsRestore's plural resource name.
+	RestoreResource = "mgorsrestores"
 )
 
 var (
@@ -32,16 +36,19 @@ var (
 	// BackupGroupVersionResource and BackupGroupVersionKind are MgorsBackup's.
 	BackupGroupVersionResource = SchemeGroupVersion.WithResource(BackupResource)
 	BackupGroupVersionKind     = SchemeGroupVersion.WithKind(BackupKind)
+	// RestoreGroupVersionResource and RestoreGroupVersionKind are MgorsRestore's.
+	RestoreGroupVersionResource = SchemeGroupVersion.WithResource(RestoreResource)
+	RestoreGroupVersionKind     = SchemeGroupVersion.WithKind(RestoreKind)
 
 	// SchemeBuilder collects the functions that add these types to a scheme.
 	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
-	// AddToScheme adds Mgors, MgorsBackup and their lists to a scheme, as the
+	// AddToScheme adds Mgors, MgorsBackup, MgorsRestore and their lists to a scheme, as the
 	// original TPR operator registered its Mgors kind.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(SchemeGroupVersion, &Mgors{}, &MgorsList{}, &MgorsBackup{}, &MgorsBackupList{})
+	scheme.AddKnownTypes(SchemeGroupVersion, &Mgors{}, &MgorsList{}, &MgorsBackup{}, &MgorsBackupList{}, &MgorsRestore{}, &MgorsRestoreList{})
 	metav1.AddToGroupVersion(scheme, SchemeGroupVersion)
 	return nil
 }
