@@ -143,12 +143,18 @@ func (a *Archiver) Resume(ctx context.Context) error {
 		return fmt.Errorf("backup: read the oplog archive: %w", err)
 	}
 	entries, err := split(body)
-	if err != nil || len(entries) == 0 {
-		return fmt.Errorf("backup: oplog archive chunk %s holds no entries (%v)", newest.Key, err)
+	if err != nil {
+		return fmt.Errorf("backup: oplog archive chunk %s: %w", newest.Key, err)
+	}
+	if len(entries) == 0 {
+		return fmt.Errorf("backup: oplog archive chunk %s holds no entries", newest.Key)
 	}
 	p, err := entryPosition(entries[len(entries)-1])
-	if err != nil || p.Timestamp() != newest.Last {
-		return fmt.Errorf("backup: oplog archive chunk %s does not end at its key's timestamp (%v)", newest.Key, err)
+	if err != nil {
+		return fmt.Errorf("backup: oplog archive chunk %s: %w", newest.Key, err)
+	}
+	if p.Timestamp() != newest.Last {
+		return fmt.Errorf("backup: oplog archive chunk %s ends at %s, not at its key's timestamp", newest.Key, p)
 	}
 	a.log.Info().Str("from", a.last.String()).Str("to", p.String()).Msg("oplog archive resumed")
 	a.last = p
