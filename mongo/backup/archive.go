@@ -12,6 +12,7 @@ import (
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/mgors/operator/mongo"
 	"github.com/mgors/operator/mongo/backup/store"
 )
 
@@ -73,9 +74,12 @@ type ArchiveOptions struct {
 // replSetGetStatus optimes.lastCommittedOpTime, read before the oplog.
 // A readConcern majority find would say the same on mongod, but the
 // oplog's visibility under it is a storage detail (mongod-sim ignores it
-// there), while the commit point is the definition itself; a member learns
-// it no further than what it has applied, so every entry read at or before
-// it is in the member's oplog.
+// there), while the commit point is the definition itself. The member's
+// oplog must hold the commit point's entry, same term (mongod and
+// mongod-sim cap a member's commit point at what it has applied): then,
+// as two oplogs that hold one entry agree on everything before it, every
+// entry the member has up to there is the committed history, whatever
+// the member learnt its commit point from.
 //
 // An Archiver is used by one goroutine at a time.
 type Archiver struct {
@@ -178,7 +182,16 @@ func (a *Archiver) ArchiveOnce(ctx context.Context) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	filter := bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: a.last.Timestamp()}, {Key: "$lte", Value: commit}}}}
+	if tsAfter(commit.TS, a.last.Timestamp()) {
+		p, found, err := a.entryAt(ctx, commit.TS)
+		if err != nil {
+			return 0, err
+		}
+		if !found || p.Term != commit.T {
+			return 0, fmt.Errorf("%w: %s does not hold its commit point ts(%d,%d) term %d", ErrDiverged, a.host, commit.TS.T, commit.TS.I, commit.T)
+		}
+	}
+	filter := bson.D{{Key: "ts", Value: bson.D{{Key: "$gt", Value: a.last.Timestamp()}, {Key: "$lte", Value: commit.TS}}}}
 	cctx, cancel := a.call(ctx)
 	cur, err := a.c.Database("local").Collection("oplog.rs").Find(cctx, filter,
 		options.Find().SetBatchSize(a.opts.BatchSize).SetSort(bson.D{{Key: "$natural", Value: 1}}))
@@ -271,18 +284,37 @@ func (a *Archiver) call(ctx context.Context) (context.Context, context.CancelFun
 }
 
 // commitPoint is the member's replSetGetStatus optimes.lastCommittedOpTime.
-func (a *Archiver) commitPoint(ctx context.Context) (bson.Timestamp, error) {
+func (a *Archiver) commitPoint(ctx context.Context) (mongo.OpTime, error) {
 	cctx, cancel := a.call(ctx)
 	defer cancel()
-	raw, err := a.c.Database("admin").RunCommand(cctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Raw()
+	var st struct {
+		OpTimes struct {
+			Committed *mongo.OpTime `bson:"lastCommittedOpTime"`
+		} `bson:"optimes"`
+	}
+	if err := a.c.Database("admin").RunCommand(cctx, bson.D{{Key: "replSetGetStatus", Value: 1}}).Decode(&st); err != nil {
+		return mongo.OpTime{}, fmt.Errorf("backup: replSetGetStatus: %w", err)
+	}
+	if st.OpTimes.Committed == nil {
+		return mongo.OpTime{}, errors.New("backup: replSetGetStatus has no optimes.lastCommittedOpTime")
+	}
+	return *st.OpTimes.Committed, nil
+}
+
+// entryAt reads the position of the member's oplog entry at ts, if it has one.
+func (a *Archiver) entryAt(ctx context.Context, ts bson.Timestamp) (Position, bool, error) {
+	cctx, cancel := a.call(ctx)
+	defer cancel()
+	proj := options.FindOne().SetProjection(bson.D{{Key: "ts", Value: 1}, {Key: "t", Value: 1}, {Key: "wall", Value: 1}})
+	raw, err := a.c.Database("local").Collection("oplog.rs").FindOne(cctx, bson.D{{Key: "ts", Value: ts}}, proj).Raw()
+	if errors.Is(err, driver.ErrNoDocuments) {
+		return Position{}, false, nil
+	}
 	if err != nil {
-		return bson.Timestamp{}, fmt.Errorf("backup: replSetGetStatus: %w", err)
+		return Position{}, false, fmt.Errorf("backup: read the oplog: %w", err)
 	}
-	t, i, ok := raw.Lookup("optimes", "lastCommittedOpTime", "ts").TimestampOK()
-	if !ok {
-		return bson.Timestamp{}, errors.New("backup: replSetGetStatus has no optimes.lastCommittedOpTime")
-	}
-	return bson.Timestamp{T: t, I: i}, nil
+	p, err := entryPosition(raw)
+	return p, err == nil, err
 }
 
 // holdsLast reports whether the member's oplog holds Last, same term. It
@@ -291,23 +323,15 @@ func (a *Archiver) commitPoint(ctx context.Context) (bson.Timestamp, error) {
 // ErrWindowLost, remembered, when its oldest entry is after Last, else
 // ErrDiverged.
 func (a *Archiver) holdsLast(ctx context.Context) (bool, error) {
-	cctx, cancel := a.call(ctx)
-	defer cancel()
-	oplog := a.c.Database("local").Collection("oplog.rs")
-	proj := options.FindOne().SetProjection(bson.D{{Key: "ts", Value: 1}, {Key: "t", Value: 1}, {Key: "wall", Value: 1}})
-	raw, err := oplog.FindOne(cctx, bson.D{{Key: "ts", Value: a.last.Timestamp()}}, proj).Raw()
-	if err == nil {
-		p, err := entryPosition(raw)
-		if err != nil {
-			return false, err
-		}
+	p, found, err := a.entryAt(ctx, a.last.Timestamp())
+	if err != nil {
+		return false, err
+	}
+	if found {
 		if p.Term != a.last.Term {
 			return false, fmt.Errorf("%w: its entry at ts(%d,%d) has term %d, the archive's %d", ErrDiverged, a.last.T, a.last.I, p.Term, a.last.Term)
 		}
 		return true, nil
-	}
-	if !errors.Is(err, driver.ErrNoDocuments) {
-		return false, fmt.Errorf("backup: read the oplog: %w", err)
 	}
 	d := &dumper{c: a.c, opts: Options{Timeout: a.opts.Timeout}}
 	oldest, err := d.oplogEdge(ctx, 1)
