@@ -25,17 +25,23 @@ import (
 )
 
 // workload writes app.items through a replica-set client, w:majority,
-// and keeps the model of what the acknowledged writes left: documents by
-// _id as canonical extended JSON (as snapshot reads them).
+// from concurrent writers, and keeps the model of what the acknowledged
+// writes left: each writer owns the _ids it inserts (disjoint), so the
+// documents are known exactly once every writer's round ends.
 type workload struct {
-	t     *testing.T
+	t       *testing.T
+	writers []*writer
+}
+
+// writer is one client session writing its own documents, one at a time.
+type writer struct {
 	items *driver.Collection
 	sess  *driver.Session
 	docs  map[int32]bson.D
 	next  int32
 }
 
-func newWorkload(t *testing.T, hosts []string, set string) *workload {
+func newWorkload(t *testing.T, hosts []string, set string, writers int) *workload {
 	t.Helper()
 	c, err := driver.Connect(options.Client().SetHosts(hosts).SetReplicaSet(set).
 		SetWriteConcern(writeconcern.Majority()).SetTimeout(30 * time.Second))
@@ -43,62 +49,92 @@ func newWorkload(t *testing.T, hosts []string, set string) *workload {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
-	sess, err := c.StartSession()
-	if err != nil {
-		t.Fatal(err)
+	w := &workload{t: t}
+	for i := range writers {
+		sess, err := c.StartSession()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sess.EndSession(context.Background()) })
+		w.writers = append(w.writers, &writer{items: c.Database("app").Collection("items"), sess: sess,
+			docs: map[int32]bson.D{}, next: int32(i) * 1_000_000})
 	}
-	t.Cleanup(func() { sess.EndSession(context.Background()) })
-	return &workload{t: t, items: c.Database("app").Collection("items"), sess: sess, docs: map[int32]bson.D{}}
+	return w
 }
 
-// round does n writes (inserts, $set updates, replacements, deletes),
-// each acknowledged by a majority before the next, recording each in the
-// model; it returns the last write's operation time.
+// round has every writer do n writes concurrently and returns the newest
+// operation time of the round's writes: the point after the round.
 func (w *workload) round(k, n int) bson.Timestamp {
 	w.t.Helper()
-	ctx := driver.NewSessionContext(context.Background(), w.sess)
+	errs := make([]error, len(w.writers))
+	var wg sync.WaitGroup
+	for i, wr := range w.writers {
+		wg.Go(func() { errs[i] = wr.round(k, n) })
+	}
+	wg.Wait()
+	var last bson.Timestamp
+	for i, wr := range w.writers {
+		if errs[i] != nil {
+			w.t.Fatalf("writer %d: %v", i, errs[i])
+		}
+		if ot := *wr.sess.OperationTime(); ot.After(last) {
+			last = ot
+		}
+	}
+	return last
+}
+
+// round does n writes (inserts, $set updates, replacements, deletes) of
+// the writer's documents, each acknowledged by a majority before the
+// next, recording each in the model.
+func (wr *writer) round(k, n int) error {
+	ctx := driver.NewSessionContext(context.Background(), wr.sess)
 	for j := range n {
 		var err error
-		ids := slices.Sorted(maps.Keys(w.docs))
+		ids := slices.Sorted(maps.Keys(wr.docs))
 		switch {
 		case j%4 == 0 || len(ids) < 4:
-			w.next++
-			doc := bson.D{{Key: "_id", Value: w.next}, {Key: "round", Value: int32(k)}, {Key: "v", Value: int32(0)}}
-			if _, err = w.items.InsertOne(ctx, doc); err == nil {
-				w.docs[w.next] = doc
+			wr.next++
+			doc := bson.D{{Key: "_id", Value: wr.next}, {Key: "round", Value: int32(k)}, {Key: "v", Value: int32(0)}}
+			if _, err = wr.items.InsertOne(ctx, doc); err == nil {
+				wr.docs[wr.next] = doc
 			}
 		case j%4 == 1:
 			id := ids[(j*7+k)%len(ids)]
 			v := int32(k*1000 + j)
-			if _, err = w.items.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: v}}}}); err == nil {
-				doc := slices.Clone(w.docs[id])
+			if _, err = wr.items.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: v}}}}); err == nil {
+				doc := slices.Clone(wr.docs[id])
 				doc[2].Value = v // _id, round, v[, replaced]: $set keeps the field's place
-				w.docs[id] = doc
+				wr.docs[id] = doc
 			}
 		case j%4 == 2:
 			id := ids[(j*5+k)%len(ids)]
 			doc := bson.D{{Key: "_id", Value: id}, {Key: "round", Value: int32(k)}, {Key: "v", Value: int32(-j)}, {Key: "replaced", Value: true}}
-			if _, err = w.items.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc[1:]); err == nil {
-				w.docs[id] = doc
+			if _, err = wr.items.ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, doc[1:]); err == nil {
+				wr.docs[id] = doc
 			}
 		default:
 			id := ids[(j*3+k)%len(ids)]
-			if _, err = w.items.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err == nil {
-				delete(w.docs, id)
+			if _, err = wr.items.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}}); err == nil {
+				delete(wr.docs, id)
 			}
 		}
 		if err != nil {
-			w.t.Fatalf("round %d, write %d: %v", k, j, err)
+			return fmt.Errorf("round %d, write %d: %w", k, j, err)
 		}
 	}
-	return *w.sess.OperationTime()
+	return nil
 }
 
 // want is the model as snapshot returns a collection: sorted by _id.
 func (w *workload) want() []string {
+	docs := map[int32]bson.D{}
+	for _, wr := range w.writers {
+		maps.Copy(docs, wr.docs)
+	}
 	var out []string
-	for _, id := range slices.Sorted(maps.Keys(w.docs)) {
-		b, err := bson.MarshalExtJSON(w.docs[id], true, false)
+	for _, id := range slices.Sorted(maps.Keys(docs)) {
+		b, err := bson.MarshalExtJSON(docs[id], true, false)
 		if err != nil {
 			w.t.Fatal(err)
 		}
@@ -108,11 +144,11 @@ func (w *workload) want() []string {
 }
 
 // TestArchiveAndRestoreToAPointInTime: a 3-member set is dumped from a
-// secondary and archived from it continuously while the workload writes
+// secondary and archived from it continuously while three writers write
 // in rounds, w:majority; between rounds 2 and 3 the archived member is
 // elected primary (a new term). Restored into fresh 1-member sets to the
 // point after round 1 (a wall time, TimestampAt) and after round 3 (the
-// round's last operation time), and into one of them again to after round
+// round's newest operation time), and into one of them again to after round
 // 2, each holds exactly the documents acknowledged up to that point. A
 // point past the archive or before the backup's end is refused, as is one
 // past a chunk deleted from the store. A new Archiver, on another member,
@@ -126,8 +162,8 @@ func TestArchiveAndRestoreToAPointInTime(t *testing.T) {
 		secondary = hosts[1]
 	}
 	s := newStore(t)
-	w := newWorkload(t, hosts, "pitr")
-	opTime0 := w.round(0, 40)
+	w := newWorkload(t, hosts, "pitr", 3)
+	opTime0 := w.round(0, 20)
 	// The secondary dumped has applied round 0 (w:majority may not have
 	// waited for it), so the backup's End is after it.
 	eventually(t, "the secondary has round 0", func() error {
@@ -165,7 +201,7 @@ func TestArchiveAndRestoreToAPointInTime(t *testing.T) {
 		if k == 3 {
 			stepUp(t, admin, secondary)
 		}
-		opTime[k] = w.round(k, 60)
+		opTime[k] = w.round(k, 30)
 		times[k], want[k] = time.Now(), w.want()
 		// The next round's entries are written on a later millisecond
 		// (an entry's wall clock has milliseconds).
@@ -247,7 +283,7 @@ func TestArchiveAndRestoreToAPointInTime(t *testing.T) {
 	if mongo.SameHost(other, secondary) {
 		other = hosts[1]
 	}
-	opTime5 := w.round(5, 30)
+	opTime5 := w.round(5, 10)
 	b := backup.NewArchiver(direct(t, other), other, s, m.Start, opts)
 	if err := b.Resume(ctx); err != nil || b.Last() != a.Last() {
 		t.Fatalf("resumed at %s (%v), the archive ends at %s", b.Last(), err, a.Last())
