@@ -29,10 +29,12 @@ const (
 	DefaultTimeout   = 30 * time.Second
 )
 
-// ErrWindowLost is returned when the member's oplog no longer holds the
-// start of the dump's window (it rolled over while the dump ran): the
-// entries needed to make the documents consistent are gone.
-var ErrWindowLost = errors.New("backup: the oplog rolled over during the dump")
+// ErrWindowLost is returned when the member's oplog no longer holds
+// entries that are needed: the start of the dump's window (it rolled over
+// while the dump ran), so the documents cannot be made consistent; or the
+// entries right after the oplog archive's last (Archiver), so the archive
+// cannot continue.
+var ErrWindowLost = errors.New("backup: the oplog rolled over past entries needed")
 
 // ErrNoOplog is returned for a member without an oplog (not a replica-set
 // member, or one never initiated): there is no position to be consistent at.

@@ -18,56 +18,81 @@ import (
 // upserted), which is what lets the documents, read at any point of the
 // window, be brought to its end.
 func (r *restorer) replay(ctx context.Context, o Oplog) (int64, error) {
-	var batch bson.A
-	size := 0
-	var n int64
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		if err := r.run(ctx, "admin", bson.D{{Key: "applyOps", Value: batch}}); err != nil {
-			return fmt.Errorf("backup: applyOps: %w", err)
-		}
-		n += int64(len(batch))
-		batch, size = nil, 0
-		return nil
-	}
+	p := &replayer{r: r}
 	for _, key := range o.Parts {
-		body, err := r.get(ctx, key)
+		entries, err := r.entries(ctx, key)
 		if err != nil {
-			return n, err
-		}
-		entries, err := split(body)
-		if err != nil {
-			return n, fmt.Errorf("backup: %s: %w", key, err)
+			return p.n, err
 		}
 		for _, e := range entries {
-			writes, cmd, err := flatten(e)
-			if err != nil {
-				return n, err
+			if err := p.add(ctx, e); err != nil {
+				return p.n, err
 			}
-			for _, w := range writes {
-				if len(batch) >= r.opts.BatchDocs || len(batch) > 0 && size+len(w) > r.opts.BatchBytes {
-					if err := flush(); err != nil {
-						return n, err
-					}
-				}
-				batch = append(batch, w)
-				size += len(w)
-			}
-			if cmd == nil {
-				continue
-			}
-			if err := flush(); err != nil {
-				return n, err
-			}
-			if err := r.command(ctx, cmd); err != nil {
-				return n, err
-			}
-			n++
 		}
 	}
-	return n, flush()
+	return p.n, p.flush(ctx)
+}
+
+// entries reads one object of concatenated oplog entries.
+func (r *restorer) entries(ctx context.Context, key string) ([]bson.Raw, error) {
+	body, err := r.get(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	entries, err := split(body)
+	if err != nil {
+		return nil, fmt.Errorf("backup: %s: %w", key, err)
+	}
+	return entries, nil
+}
+
+// replayer applies entries one at a time, batching document writes into
+// applyOps commands of at most BatchDocs operations and BatchBytes bytes;
+// n counts the entries applied.
+type replayer struct {
+	r     *restorer
+	batch bson.A
+	size  int
+	n     int64
+}
+
+func (p *replayer) add(ctx context.Context, e bson.Raw) error {
+	writes, cmd, err := flatten(e)
+	if err != nil {
+		return err
+	}
+	for _, w := range writes {
+		if len(p.batch) >= p.r.opts.BatchDocs || len(p.batch) > 0 && p.size+len(w) > p.r.opts.BatchBytes {
+			if err := p.flush(ctx); err != nil {
+				return err
+			}
+		}
+		p.batch = append(p.batch, w)
+		p.size += len(w)
+	}
+	if cmd == nil {
+		return nil
+	}
+	if err := p.flush(ctx); err != nil {
+		return err
+	}
+	if err := p.r.command(ctx, cmd); err != nil {
+		return err
+	}
+	p.n++
+	return nil
+}
+
+func (p *replayer) flush(ctx context.Context) error {
+	if len(p.batch) == 0 {
+		return nil
+	}
+	if err := p.r.run(ctx, "admin", bson.D{{Key: "applyOps", Value: p.batch}}); err != nil {
+		return fmt.Errorf("backup: applyOps: %w", err)
+	}
+	p.n += int64(len(p.batch))
+	p.batch, p.size = nil, 0
+	return nil
 }
 
 // ddl is a collection or index command of the window, as it is sent again.

@@ -70,21 +70,38 @@ func ReadManifest(ctx context.Context, store Store, prefix string, timeout time.
 // as mongorestore --oplogReplay does), so the data is as the source was at
 // the manifest's End. Collections the backup does not name are left alone.
 func Restore(ctx context.Context, target *driver.Client, store Store, prefix string, opts RestoreOptions) (*Result, error) {
-	if opts.BatchBytes <= 0 {
-		opts.BatchBytes = 8 << 20
-	}
-	if opts.BatchDocs <= 0 {
-		opts.BatchDocs = 1000
-	}
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
+	opts.defaults()
 	m, err := ReadManifest(ctx, store, prefix, opts.Timeout)
 	if err != nil {
 		return nil, err
 	}
 	r := &restorer{c: target, store: store, opts: opts}
+	res, err := r.restore(ctx, m)
+	if err != nil {
+		return nil, err
+	}
+	opts.Log.Info().Str("backup", prefix).Int("collections", res.Collections).Int64("documents", res.Documents).
+		Int64("replayed", res.Replayed).Str("end", m.End.String()).Msg("restore finished")
+	return res, nil
+}
+
+func (o *RestoreOptions) defaults() {
+	if o.BatchBytes <= 0 {
+		o.BatchBytes = 8 << 20
+	}
+	if o.BatchDocs <= 0 {
+		o.BatchDocs = 1000
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+}
+
+// restore restores m's collections and replays its window: the data is
+// then as the source was at m.End.
+func (r *restorer) restore(ctx context.Context, m *Manifest) (*Result, error) {
 	res := &Result{End: m.End}
+	var err error
 	for _, c := range m.Collections {
 		n, err := r.collection(ctx, c)
 		if err != nil {
@@ -96,8 +113,6 @@ func Restore(ctx context.Context, target *driver.Client, store Store, prefix str
 	if res.Replayed, err = r.replay(ctx, m.Oplog); err != nil {
 		return nil, err
 	}
-	opts.Log.Info().Str("backup", prefix).Int("collections", res.Collections).Int64("documents", res.Documents).
-		Int64("replayed", res.Replayed).Str("end", m.End.String()).Msg("restore finished")
 	return res, nil
 }
 

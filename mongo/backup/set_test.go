@@ -32,6 +32,12 @@ var (
 // primary once it takes writes. The members stop at the test's end.
 func simSet(t *testing.T, name string, n int) ([]string, string) {
 	t.Helper()
+	return simSetWith(t, name, n, nil)
+}
+
+// simSetWith is simSet with each member's configuration changed by edit.
+func simSetWith(t *testing.T, name string, n int, edit func(*sim.Config)) ([]string, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("mongod-sim set; -short skips it")
 	}
@@ -50,6 +56,9 @@ func simSet(t *testing.T, name string, n int) ([]string, string) {
 		cfg.BindIP = []string{fmt.Sprintf("127.0.%d.%d", octet, i)}
 		cfg.Port = port
 		cfg.DBPath = t.TempDir()
+		if edit != nil {
+			edit(&cfg)
+		}
 		node, err := sim.NewNode(cfg, zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
