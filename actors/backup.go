@@ -37,29 +37,30 @@ const (
 	settleDeadline = time.Minute
 )
 
-// backupJobs are a cluster's dumps running in this process, and the results
-// of those that ended, not yet recorded, by the MgorsBackup's UID. It is
-// shared by the actor's incarnations (as latestSpec): a supervisor restart
-// neither loses a result nor settles a dump that still runs.
-type backupJobs struct {
+// jobs are a cluster's dumps and restores running in this process, and the
+// results of those that ended, not yet recorded, by the UID of their
+// MgorsBackup or MgorsRestore. It is shared by the actor's incarnations (as
+// latestSpec): a supervisor restart neither loses a result nor settles a
+// job that still runs.
+type jobs struct {
 	mu      sync.Mutex
 	cancel  map[string]context.CancelFunc
 	results map[string]Event
 }
 
-func newBackupJobs() *backupJobs {
-	return &backupJobs{cancel: map[string]context.CancelFunc{}, results: map[string]Event{}}
+func newJobs() *jobs {
+	return &jobs{cancel: map[string]context.CancelFunc{}, results: map[string]Event{}}
 }
 
-// backedUp is the end of a dump or of a settling, sent by its goroutine;
-// result is nil when a settling could not tell.
-type backedUp struct {
+// jobDone is the end of a dump, a restore or a settling, sent by its
+// goroutine; result is nil when a settling could not tell.
+type jobDone struct {
 	uid    string
 	result Event
 }
 
 // pending are the results not yet recorded, for Decide.
-func (j *backupJobs) pending() map[string]Event {
+func (j *jobs) pending() map[string]Event {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if len(j.results) == 0 {
@@ -82,7 +83,7 @@ func (c *cluster) tendBackups(ctx actor.Context, fresh map[string]bool) {
 	if !ok || c.lastObs == nil {
 		return
 	}
-	j := c.backups
+	j := c.jobs
 	for _, r := range c.state.Backups {
 		if !r.Running() {
 			continue
@@ -107,53 +108,72 @@ func (c *cluster) tendBackups(ctx actor.Context, fresh map[string]bool) {
 		async(ctx, func() any {
 			defer cancel()
 			if what == "dump" {
-				return backedUp{uid: run.UID, result: bw.Backup(bctx, m, b, run, auth)}
+				return jobDone{uid: run.UID, result: bw.Backup(bctx, m, b, run, auth)}
 			}
 			res, err := bw.SettleBackup(bctx, m, b, run)
 			if err != nil {
 				log.Warn().Err(err).Str("backup", run.Backup).Msg("settling a backup from its store failed; trying again at the next observation")
 			}
-			return backedUp{uid: run.UID, result: res}
+			return jobDone{uid: run.UID, result: res}
 		}, func(err error) any {
-			return backedUp{uid: run.UID, result: BackupFailed{Backup: run.Backup, UID: run.UID, Reason: err.Error()}}
+			return jobDone{uid: run.UID, result: BackupFailed{Backup: run.Backup, UID: run.UID, Reason: err.Error()}}
 		})
 	}
 }
 
-// onBackedUp keeps a dump's result until Decide records it.
-func (c *cluster) onBackedUp(ctx actor.Context, msg backedUp) {
-	j := c.backups
+// onJobDone keeps a job's result until Decide records it.
+func (c *cluster) onJobDone(ctx actor.Context, msg jobDone) {
+	j := c.jobs
 	j.mu.Lock()
 	delete(j.cancel, msg.uid)
-	if r := c.state.backupRun(msg.uid); msg.result != nil && r != nil && r.Running() {
+	if msg.result != nil && c.state.running(msg.uid) {
 		j.results[msg.uid] = msg.result
 	}
 	j.mu.Unlock()
 	c.observe(ctx)
 }
 
-// backupsRecorded forgets the results the records hold, cancels the dumps
-// of the backups that failed (deleted while they ran), and starts the dumps
-// whose start was recorded.
-func (c *cluster) backupsRecorded(ctx actor.Context, events []Event) {
+// jobsRecorded forgets the results the records hold, cancels the jobs that
+// failed (deleted while they ran), and starts those whose start was
+// recorded.
+func (c *cluster) jobsRecorded(ctx actor.Context, events []Event) {
 	fresh := map[string]bool{}
-	j := c.backups
+	j := c.jobs
 	j.mu.Lock()
 	for _, e := range events {
 		switch e := e.(type) {
 		case BackupStarted:
 			fresh[e.UID] = true
+		case RestoreStarted:
+			fresh[e.UID] = true
 		case BackupCompleted:
 			delete(j.results, e.UID)
-		case BackupFailed:
+		case RestoreCompleted:
 			delete(j.results, e.UID)
-			if cancel, ok := j.cancel[e.UID]; ok {
-				cancel()
-			}
+		case BackupFailed:
+			j.end(e.UID)
+		case RestoreFailed:
+			j.end(e.UID)
 		}
 	}
 	j.mu.Unlock()
+	c.tendJobs(ctx, fresh)
+}
+
+// end forgets uid's result and cancels its goroutine, if any (it failed:
+// deleted while it ran). j.mu is held.
+func (j *jobs) end(uid string) {
+	delete(j.results, uid)
+	if cancel, ok := j.cancel[uid]; ok {
+		cancel()
+	}
+}
+
+// tendJobs starts or settles the backups and restores the state shows
+// running (tendBackups, tendRestores).
+func (c *cluster) tendJobs(ctx actor.Context, fresh map[string]bool) {
 	c.tendBackups(ctx, fresh)
+	c.tendRestores(ctx, fresh)
 }
 
 // writeBackupStatuses writes the statuses of the cluster's MgorsBackups
@@ -173,9 +193,9 @@ func writeBackupStatuses(ctx context.Context, bw BackupWorld, backups []*v1alpha
 	return firstErr
 }
 
-// stop cancels every dump: the actor stops for good (its Mgors deleted, or
-// given to another replica, which settles them from the store).
-func (j *backupJobs) stop() {
+// stop cancels every job: the actor stops for good (its Mgors deleted, or
+// given to another replica, which settles them).
+func (j *jobs) stop() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, cancel := range j.cancel {
@@ -209,4 +229,5 @@ func (c *cluster) announceBackup(e Event) {
 	if b := observedBackup(c.lastObs.Backups, uid); b != nil {
 		bw.BackupEvent(b, warning, reason, message)
 	}
+	c.announceRestore(e)
 }

@@ -157,7 +157,7 @@ type cluster struct {
 
 	wake    *wakeup       // nil unless the World is a Watcher (wake.go)
 	status  *statusWriter // shared with the producer, as latest
-	backups *backupJobs   // shared with the producer, as latest (backup.go)
+	jobs    *jobs         // shared with the producer, as latest (backup.go)
 }
 
 // statusWriter orders the status writes of a cluster, which run off the
@@ -204,14 +204,14 @@ func NewClusterProps(deps *Deps, m *v1alpha1.Mgors) *actor.Props {
 	// The producer builds every incarnation of the actor (the first, and each
 	// restart by the supervisor) from the newest spec the actor was sent, never
 	// the one it was spawned with: a restart must not act on an old spec.
-	latest, status, backups := &latestSpec{m: m.DeepCopy()}, &statusWriter{}, newBackupJobs()
+	latest, status, jobs := &latestSpec{m: m.DeepCopy()}, &statusWriter{}, newJobs()
 	var opts []actor.PropsOption
 	if deps.Mailbox != nil {
 		opts = append(opts, actor.WithMailbox(actor.Unbounded(deps.Mailbox(stream.Key()))))
 	}
 	return actor.PropsFromProducer(func() actor.Actor {
 		return &cluster{
-			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(), status: status, backups: backups,
+			deps: deps, stream: stream, mgors: latest.get(), latest: latest, state: Initial(), status: status, jobs: jobs,
 			log: deps.Log.With().Str("cluster", stream.Key()).Str("uid", stream.UID).Logger(),
 		}
 	}, opts...)
@@ -228,7 +228,7 @@ func (c *cluster) Receive(ctx actor.Context) {
 			c.stopTimer = nil
 		}
 	case *actor.Stopped:
-		c.backups.stop()
+		c.jobs.stop()
 		if c.deps.Metrics != nil {
 			c.deps.Metrics.Forget(c.stream.Key())
 		}
@@ -264,8 +264,8 @@ func (c *cluster) Receive(ctx actor.Context) {
 		c.onPersisted(ctx, msg)
 	case acted:
 		c.onActed(ctx, msg)
-	case backedUp:
-		c.onBackedUp(ctx, msg)
+	case jobDone:
+		c.onJobDone(ctx, msg)
 	}
 }
 
@@ -356,9 +356,9 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	if c.deps.Metrics != nil {
 		c.deps.Metrics.Health(c.stream.Key(), healthOf(obs))
 	}
-	c.tendBackups(ctx, nil)
+	c.tendJobs(ctx, nil)
 	in := Inputs{Mgors: c.mgors, Desired: mongo.Desired(c.mgors, c.deps.ClusterDomain), Obs: obs, Now: c.deps.now(),
-		BackupResults: c.backups.pending()}
+		Results: c.jobs.pending()}
 	d := Decide(c.state, in)
 	if len(d.Events) == 0 {
 		c.writeStatus(ctx)
@@ -419,7 +419,7 @@ func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
 			c.deps.AfterAppend(r)
 		}
 	}
-	c.backupsRecorded(ctx, msg.events)
+	c.jobsRecorded(ctx, msg.events)
 	c.sinceSnap += int64(len(msg.recs))
 	c.maybeSnapshot(ctx)
 	c.writeStatus(ctx)
@@ -490,9 +490,10 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 		return
 	}
 	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
-	backups := c.lastObs.Backups
-	wantBackups := BackupStatuses(c.state, backups)
+	backups, restores := c.lastObs.Backups, c.lastObs.Restores
+	wantBackups, wantRestores := BackupStatuses(c.state, backups), RestoreStatuses(c.state, *c.lastObs)
 	bw, _ := c.deps.World.(BackupWorld)
+	rw, _ := c.deps.World.(RestoreWorld)
 	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()
 	go func() {
 		defer recoverIn(log, "writing status")
@@ -510,11 +511,15 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 		if err := deps.World.WriteStatus(sctx, m, st); err != nil {
 			log.Warn().Err(err).Msg("writing status failed; it is written again after the next change")
 		}
-		if bw == nil || len(wantBackups) == 0 {
-			return
+		if bw != nil && len(wantBackups) > 0 {
+			if err := writeBackupStatuses(sctx, bw, backups, wantBackups); err != nil {
+				log.Warn().Err(err).Msg("writing a backup's status failed; it is written again after the next change")
+			}
 		}
-		if err := writeBackupStatuses(sctx, bw, backups, wantBackups); err != nil {
-			log.Warn().Err(err).Msg("writing a backup's status failed; it is written again after the next change")
+		if rw != nil && len(wantRestores) > 0 {
+			if err := writeRestoreStatuses(sctx, rw, restores, wantRestores); err != nil {
+				log.Warn().Err(err).Msg("writing a restore's status failed; it is written again after the next change")
+			}
 		}
 	}()
 }

@@ -61,10 +61,10 @@ type Inputs struct {
 	Obs Observation
 	// Now is the decision's clock, for back-off and grace periods.
 	Now time.Time
-	// BackupResults are the results of the dumps that ended in this
-	// process and are not recorded yet (a BackupCompleted or a
-	// BackupFailed), by the MgorsBackup's UID.
-	BackupResults map[string]Event
+	// Results are the results of the dumps and restores that ended in this
+	// process and are not recorded yet (BackupCompleted, BackupFailed,
+	// RestoreCompleted, RestoreFailed), by their object's UID.
+	Results map[string]Event
 }
 
 // backoff is how long the actor waits before retrying an action that failed n
@@ -148,6 +148,7 @@ func Decide(s State, in Inputs) Decision {
 	d.observe()
 	d.observeVersions()
 	d.backupResults()
+	d.restoreResults()
 	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
 		return d.out
 	}
@@ -157,7 +158,11 @@ func Decide(s State, in Inputs) Decision {
 	if d.tlsChange() || d.certificate() || d.caRotation() || d.keyfile() {
 		return d.out // the observation predates the step's objects
 	}
-	if d.approvals() || d.nodeLoss() || d.users() || d.storage() || d.backupStart() {
+	if d.approvals() || d.nodeLoss() || d.users() || d.storage() {
+		return d.out
+	}
+	d.restoreStart() // before a backup: a restore is the urgent one
+	if d.backupStart() {
 		return d.out
 	}
 	switch d.s.Phase {

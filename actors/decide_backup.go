@@ -39,7 +39,7 @@ func (d *decider) backupResults() {
 		if !r.Running() {
 			continue
 		}
-		if res, ok := d.in.BackupResults[r.UID]; ok {
+		if res, ok := d.in.Results[r.UID]; ok {
 			d.emit(res)
 			continue
 		}
@@ -58,7 +58,7 @@ func (d *decider) backupResults() {
 // backupStart starts the next backup on a Healthy cluster with none running,
 // or grants the role it needs first (then it reports true: an action).
 func (d *decider) backupStart() bool {
-	if d.s.Phase != v1alpha1.PhaseHealthy || runningBackup(d.s) != nil {
+	if d.s.Phase != v1alpha1.PhaseHealthy || runningBackup(d.s) != nil || runningRestore(d.s) != nil {
 		return false
 	}
 	next := nextBackup(d.s, d.in.Obs.Backups)
@@ -145,6 +145,8 @@ func pendingReason(s State, waiting bool) string {
 		return fmt.Sprintf("waiting for the cluster to be Healthy (it is %s)", s.Phase)
 	case waiting:
 		return "waiting for the backup under way to end: a cluster takes one backup at a time"
+	case runningRestore(s) != nil:
+		return "waiting for the restore into the cluster to end"
 	default:
 		return "waiting for a healthy member to read"
 	}
@@ -189,8 +191,11 @@ func sameBackupStatus(a, b v1alpha1.MgorsBackupStatus) bool {
 		}
 		return s
 	}
-	return reflect.DeepEqual(trim(a), trim(b))
+	return equalStatus(trim(a), trim(b))
 }
+
+// equalStatus compares two statuses already trimmed to what the API keeps.
+func equalStatus(a, b any) bool { return reflect.DeepEqual(a, b) }
 
 // metaTime is t as the API server keeps it: UTC, to the second.
 func metaTime(t time.Time) *metav1.Time {

@@ -97,7 +97,7 @@ func TestBackupsOneAtATimeFromASecondary(t *testing.T) {
 
 	end := backup.Position{T: 100, I: 3, Term: 1, Wall: t0.Add(2 * time.Minute)}
 	in := w.in()
-	in.BackupResults = map[string]Event{started.UID: BackupCompleted{Backup: "first", UID: started.UID, Member: started.Member,
+	in.Results = map[string]Event{started.UID: BackupCompleted{Backup: "first", UID: started.UID, Member: started.Member,
 		SizeBytes: 4096, Collections: 2, Started: t0, Finished: t0.Add(2 * time.Minute), Start: backup.Position{T: 99}, End: end}}
 	d = Decide(s, in)
 	ev = backupEvents(d)
@@ -170,7 +170,7 @@ func TestPausedRecordsResultsAndStartsNothing(t *testing.T) {
 	w.m.Spec.Paused = true
 	w.m.Generation++
 	in := w.in()
-	in.BackupResults = map[string]Event{"b-first": BackupFailed{Backup: "first", UID: "b-first", Reason: "store unreachable"}}
+	in.Results = map[string]Event{"b-first": BackupFailed{Backup: "first", UID: "b-first", Reason: "store unreachable"}}
 	d := Decide(s, in)
 	ev := backupEvents(d)
 	if len(ev) != 1 || ev[0].Type() != "BackupFailed" {

@@ -92,6 +92,12 @@ type Observation struct {
 	// missing from Backups is known to be deleted only when it is true.
 	Backups     []*v1alpha1.MgorsBackup
 	BackupsRead bool
+	// Restores are the MgorsRestores into the cluster, oldest first, and
+	// RestoreBackups the MgorsBackups they name, by name (a name missing:
+	// no such backup); RestoresRead as BackupsRead (decide_restore.go).
+	Restores       []*v1alpha1.MgorsRestore
+	RestoresRead   bool
+	RestoreBackups map[string]*v1alpha1.MgorsBackup
 	// KeyfileKeys are the fingerprints of the keyfile Secret's keys, in
 	// order (kube.KeyFingerprint); nil when it could not be read.
 	KeyfileKeys []string

@@ -145,6 +145,9 @@ type State struct {
 	// backup role (GrantBackupRole), until it authenticates as that user
 	// anew (AuthSwitched).
 	BackupRole bool `json:"backupRole,omitempty"`
+	// Restores are the restores into this cluster, the running ones and
+	// the last ended ones (decide_restore.go), oldest first.
+	Restores []RestoreRun `json:"restores,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -170,6 +173,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldCA(s, e)
 	s = foldExternal(s, e)
 	s = foldBackup(s, at, e)
+	s = foldRestore(s, at, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused
