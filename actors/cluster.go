@@ -155,9 +155,9 @@ type cluster struct {
 	quiet     int  // observations in a row that wrote nothing
 	draining  bool // stop when the step under way ends (ClusterDrain)
 
-	wake    *wakeup       // nil unless the World is a Watcher (wake.go)
-	status  *statusWriter // shared with the producer, as latest
-	jobs    *jobs         // shared with the producer, as latest (backup.go)
+	wake   *wakeup       // nil unless the World is a Watcher (wake.go)
+	status *statusWriter // shared with the producer, as latest
+	jobs   *jobs         // shared with the producer, as latest (backup.go)
 }
 
 // statusWriter orders the status writes of a cluster, which run off the
