@@ -354,7 +354,9 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	obs := msg.obs
 	c.lastObs = &obs
 	if c.deps.Metrics != nil {
-		c.deps.Metrics.Health(c.stream.Key(), healthOf(obs))
+		h := healthOf(obs)
+		h.LastBackup = lastBackup(c.state)
+		c.deps.Metrics.Health(c.stream.Key(), h)
 	}
 	c.tendJobs(ctx, nil)
 	in := Inputs{Mgors: c.mgors, Desired: mongo.Desired(c.mgors, c.deps.ClusterDomain), Obs: obs, Now: c.deps.now(),

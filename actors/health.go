@@ -2,6 +2,7 @@ package actors
 
 import (
 	"sort"
+	"time"
 
 	"github.com/mgors/operator/mongo"
 )
@@ -20,6 +21,20 @@ type Health struct {
 	// Term is the replica-set term in the primary's (or a member's) status,
 	// 0 when none was read: each election raises it.
 	Term int64
+	// LastBackup is the point in time (End's wall clock) the newest backup
+	// this cluster's log records Succeeded restores to; zero before one.
+	LastBackup time.Time
+}
+
+// lastBackup is the End wall time of the newest completed backup in s.
+func lastBackup(s State) time.Time {
+	var last time.Time
+	for _, r := range s.Backups {
+		if r.Completed != nil && r.Completed.End.Wall.After(last) {
+			last = r.Completed.End.Wall
+		}
+	}
+	return last
 }
 
 // MemberHealth is one member's line of Health.

@@ -129,7 +129,7 @@ func TestMonitoringNamesExportedMetrics(t *testing.T) {
 	m.Observed("db/demo", time.Millisecond, nil)
 	m.Acted("db/demo", actors.ActInitiate, time.Millisecond, errors.New("x"))
 	m.mailboxStats("db/demo").MessagePosted(nil)
-	m.Health("db/demo", actors.Health{Primary: true, Voters: 1, VotersAnswering: 1, Majority: 1, Term: 1,
+	m.Health("db/demo", actors.Health{Primary: true, Voters: 1, VotersAnswering: 1, Majority: 1, Term: 1, LastBackup: time.Unix(1e9, 0),
 		Members: []actors.MemberHealth{{Name: "demo-0", State: "PRIMARY", HasLag: true}}})
 	m.apiResults.WithLabelValues("GET", "200").Inc()
 	m.apiLatency.WithLabelValues("GET").Observe(0.01)

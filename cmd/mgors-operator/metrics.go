@@ -38,6 +38,7 @@ type metrics struct {
 	answering   *prometheus.GaugeVec
 	needed      *prometheus.GaugeVec
 	elections   *prometheus.CounterVec
+	lastBackup  *prometheus.GaugeVec
 
 	mu      sync.Mutex
 	members map[string][]string // by cluster, the members last reported
@@ -83,9 +84,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		Help: "Votes an election needs (a majority of the voting members)."}, []string{"cluster"})
 	m.elections = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mgors_elections_total",
 		Help: "Elections seen: increases of the replica-set term between observations."}, []string{"cluster"})
+	m.lastBackup = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mgors_backup_last_success_timestamp_seconds",
+		Help: "The point in time (Unix seconds, the members' clock) the cluster's newest Succeeded backup restores to; no series before its first."}, []string{"cluster"})
 	m.members, m.terms = map[string][]string{}, map[string]int64{}
 	reg.MustRegister(m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox, m.apiLatency, m.apiResults, m.mongoCalls, m.mongoErrors,
-		m.memberState, m.lag, m.primary, m.voters, m.answering, m.needed, m.elections)
+		m.memberState, m.lag, m.primary, m.voters, m.answering, m.needed, m.elections, m.lastBackup)
 	k8smetrics.Register(k8smetrics.RegisterOpts{RequestLatency: apiLatency{m}, RequestResult: apiResult{m}})
 	return m
 }
@@ -123,7 +126,8 @@ var memberStates = []mongo.MemberState{mongo.StateStartup, mongo.StatePrimary, m
 	mongo.StateStartup2, mongo.StateUnknown, mongo.StateArbiter, mongo.StateDown, mongo.StateRollback, mongo.StateRemoved}
 
 // Health implements actors.Metrics: the members' states and lag, the votes,
-// and elections as term increases (the first term seen is not one).
+// elections as term increases (the first term seen is not one), and the
+// newest backup's point in time.
 func (m *metrics) Health(cluster string, h actors.Health) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -158,6 +162,9 @@ func (m *metrics) Health(cluster string, h actors.Health) {
 	m.voters.WithLabelValues(cluster).Set(float64(h.Voters))
 	m.answering.WithLabelValues(cluster).Set(float64(h.VotersAnswering))
 	m.needed.WithLabelValues(cluster).Set(float64(h.Majority))
+	if !h.LastBackup.IsZero() {
+		m.lastBackup.WithLabelValues(cluster).Set(float64(h.LastBackup.Unix()))
+	}
 	m.elections.WithLabelValues(cluster).Add(0) // the series exists from the first observation
 	if h.Term > 0 {                             // 0: no status was read
 		if last, ok := m.terms[cluster]; ok && h.Term > last {
@@ -180,7 +187,7 @@ func (m *metrics) Forget(cluster string) {
 	for _, v := range []interface {
 		DeletePartialMatch(prometheus.Labels) int
 	}{m.phase, m.transitions, m.observe, m.act, m.actErrors, m.mailbox,
-		m.memberState, m.lag, m.primary, m.voters, m.answering, m.needed, m.elections} {
+		m.memberState, m.lag, m.primary, m.voters, m.answering, m.needed, m.elections, m.lastBackup} {
 		v.DeletePartialMatch(prometheus.Labels{"cluster": cluster})
 	}
 	m.mu.Lock()
