@@ -23,9 +23,9 @@ import (
 // A MgorsBackup of a 3-member set taking writes (docs/design/backup.md):
 // the operator reads a secondary into an S3 server running as a pod
 // (mgors/s3, gofakes3 behind SigV4), the status and `kubectl get mgob`
-// show it Succeeded with its size and restorable point, the Events say so,
-// and the objects restore, with the library a MgorsRestore will use, into
-// a second set that then holds what the first held at the backup's end.
+// show it Succeeded with its size and restorable point, the Events say so;
+// a MgorsRestore restores it into a second set, which then holds exactly
+// what the first held at the backup's end.
 func TestBackupToS3AndRestore(t *testing.T) {
 	t.Parallel()
 	env := harness.Cluster(t)
@@ -120,19 +120,46 @@ func TestBackupToS3AndRestore(t *testing.T) {
 		}
 	}
 	describeWith(t, env, m.Name, "BackupStarted", "BackupCompleted")
-
-	// What the set held at End, read at End.
-	want := snapshotAt(t, set, st.End)
-	gotR := waitMgors(t, env, target.Name, "Healthy", 4*time.Minute, healthy)
 	s3, err := store.New(store.Config{Endpoint: endpoint, Bucket: "backups", AccessKey: s3Key, SecretKey: s3Secret})
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := backup.Restore(ctx, connect(t, env, gotR), s3, st.Prefix, backup.RestoreOptions{})
-	if err != nil {
+	if man, err := backup.ReadManifest(ctx, s3, st.Prefix, 0); err != nil || man.Size != st.SizeBytes {
+		t.Fatalf("the manifest under %s: %v (size %v, status %d)", st.Prefix, err, man, st.SizeBytes)
+	}
+
+	// What the set held at End, read at End.
+	want := snapshotAt(t, set, st.End)
+	gotR := waitMgors(t, env, target.Name, "Healthy", 4*time.Minute, healthy)
+	rc := mc.MgorsRestores(env.Namespace)
+	r := &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Name: "bk-back"}, Spec: v1alpha1.MgorsRestoreSpec{Cluster: target.Name, Backup: b.Name}}
+	if _, err := rc.Create(ctx, r, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("restored: %+v", *res)
+	var rst v1alpha1.MgorsRestoreStatus
+	deadline = time.Now().Add(3 * time.Minute)
+	for {
+		cur, err := rc.Get(ctx, r.Name, metav1.GetOptions{})
+		if err == nil && (cur.Status.Phase == v1alpha1.RestoreSucceeded || cur.Status.Phase == v1alpha1.RestoreFailed) {
+			rst = cur.Status
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restore did not end in 3 minutes: %+v %v", cur.Status, err)
+		}
+		time.Sleep(time.Second)
+	}
+	if rst.Phase != v1alpha1.RestoreSucceeded {
+		t.Fatalf("the restore failed: %s", rst.Message)
+	}
+	if rst.RestoredTo == nil || rst.RestoredTo.Seconds != st.End.Seconds || rst.RestoredTo.Increment != st.End.Increment || rst.Documents == 0 {
+		t.Fatalf("restore status %+v: want the data as of the backup's end %+v", rst, *st.End)
+	}
+	t.Logf("restore %s into %s: %s", r.Name, rst.Member, rst.Message)
+	if out := mustKubectl(t, env, "", "-n", env.Namespace, "get", "mgor", r.Name); !strings.Contains(out, "Succeeded") {
+		t.Errorf("kubectl get mgor shows no Succeeded:\n%s", out)
+	}
+	describeWith(t, env, target.Name, "RestoreStarted", "RestoreCompleted")
 	restored := snapshotAt(t, connect(t, env, gotR), nil)
 	if len(want) != len(restored) {
 		t.Fatalf("restored %d documents, the source held %d at the backup's end", len(restored), len(want))
