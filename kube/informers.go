@@ -141,6 +141,7 @@ func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOption
 	}, mc), &v1alpha1.MgorsRestore{}, o.Resync, cache.Indexers{
 		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 		RestoreClusterIndex:  restoreCluster,
+		RestoreBackupIndex:   restoreBackup,
 	})
 	_ = i.restores.SetTransform(Transform)
 	return i
@@ -168,6 +169,19 @@ func restoreCluster(obj any) ([]string, error) {
 		return nil, nil
 	}
 	return []string{r.Namespace + "/" + r.Spec.Cluster}, nil
+}
+
+// RestoreBackupIndex is the index of the MgorsRestore informer by the
+// backup a restore names: "namespace/spec.backup", for the dispatcher to wake
+// the clusters whose restores wait on a backup that changed.
+const RestoreBackupIndex = "backup"
+
+func restoreBackup(obj any) ([]string, error) {
+	r, ok := obj.(*v1alpha1.MgorsRestore)
+	if !ok {
+		return nil, nil
+	}
+	return []string{r.Namespace + "/" + r.Spec.Backup}, nil
 }
 
 // RestoreInformer is the informer of the MgorsRestore objects, for the
