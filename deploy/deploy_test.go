@@ -48,7 +48,11 @@ func TestCRDUpToDate(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen: %v\n%s", err, b)
 	}
-	for name, committed := range map[string][]byte{"mgors.io_mgorses.yaml": deploy.CRD, "mgors.io_mgorsbackups.yaml": deploy.BackupCRD} {
+	for name, committed := range map[string][]byte{
+		"mgors.io_mgorses.yaml":       deploy.CRD,
+		"mgors.io_mgorsbackups.yaml":  deploy.BackupCRD,
+		"mgors.io_mgorsrestores.yaml": deploy.RestoreCRD,
+	} {
 		got, err := os.ReadFile(filepath.Join(out, name))
 		if err != nil {
 			t.Fatal(err)
@@ -67,7 +71,7 @@ func TestEveryCRDIsInstalled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	embedded := [][]byte{deploy.CRD, deploy.BackupCRD}
+	embedded := [][]byte{deploy.CRD, deploy.BackupCRD, deploy.RestoreCRD}
 	if len(files) != len(embedded) {
 		t.Fatalf("deploy/crd holds %v; the operator embeds %d CRDs", files, len(embedded))
 	}

@@ -29,6 +29,12 @@ type Reader interface {
 	// cluster (status included), oldest first: by creationTimestamp, then
 	// name. None is a slice of length 0 and no error.
 	Backups(namespace, cluster string) ([]*v1alpha1.MgorsBackup, error)
+	// Backup is one MgorsBackup by name (status included).
+	Backup(namespace, name string) (*v1alpha1.MgorsBackup, error)
+	// Restores are the MgorsRestores of the namespace whose spec.cluster is
+	// cluster (status included), oldest first: by creationTimestamp, then
+	// name. None is a slice of length 0 and no error.
+	Restores(namespace, cluster string) ([]*v1alpha1.MgorsRestore, error)
 	// Service is a Service the operator made.
 	Service(namespace, name string) (*corev1.Service, error)
 	// StatefulSet is a StatefulSet the operator made.

@@ -33,11 +33,16 @@ func BackupCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
 	return decodeCRD("MgorsBackup", deploy.BackupCRD)
 }
 
+// RestoreCRD decodes the MgorsRestore CustomResourceDefinition embedded in the binary.
+func RestoreCRD() (*apiextensionsv1.CustomResourceDefinition, error) {
+	return decodeCRD("MgorsRestore", deploy.RestoreCRD)
+}
+
 // CRDs are every CustomResourceDefinition the operator installs: Mgors, then
-// MgorsBackup.
+// MgorsBackup, then MgorsRestore.
 func CRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, decode := range []func() (*apiextensionsv1.CustomResourceDefinition, error){CRD, BackupCRD} {
+	for _, decode := range []func() (*apiextensionsv1.CustomResourceDefinition, error){CRD, BackupCRD, RestoreCRD} {
 		crd, err := decode()
 		if err != nil {
 			return nil, err
@@ -55,10 +60,10 @@ func decodeCRD(kind string, y []byte) (*apiextensionsv1.CustomResourceDefinition
 	return &crd, nil
 }
 
-// InstallCRD creates the operator's CRDs (CRDs: Mgors and MgorsBackup), or
-// updates them to the embedded ones, and waits until the API server reports
-// every one Established (or timeout passes), as the original operator
-// created its TPR and waited for it before watching.
+// InstallCRD creates the operator's CRDs (CRDs: Mgors, MgorsBackup and
+// MgorsRestore), or updates them to the embedded ones, and waits until the
+// API server reports every one Established (or timeout passes), as the
+// original operator created its TPR and waited for it before watching.
 func InstallCRD(ctx context.Context, c apiextensionsclient.Interface, timeout time.Duration) error {
 	wants, err := CRDs()
 	if err != nil {

@@ -82,8 +82,25 @@ func TestBackupCRDIdentity(t *testing.T) {
 		t.Fatalf("version %s, subresources %+v", v.Name, v.Subresources)
 	}
 	all, err := CRDs()
-	if err != nil || len(all) != 2 || all[0].Name != "mgorses.mgors.io" || all[1].Name != "mgorsbackups.mgors.io" {
+	if err != nil || len(all) != 3 || all[0].Name != "mgorses.mgors.io" || all[1].Name != "mgorsbackups.mgors.io" ||
+		all[2].Name != "mgorsrestores.mgors.io" {
 		t.Fatalf("CRDs: %v, %v", all, err)
+	}
+}
+
+func TestRestoreCRDIdentity(t *testing.T) {
+	crd, err := RestoreCRD()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := crd.Spec.Names
+	if crd.Name != "mgorsrestores.mgors.io" || crd.Spec.Group != v1alpha1.GroupName || n.Kind != v1alpha1.RestoreKind ||
+		n.ListKind != "MgorsRestoreList" || n.Plural != v1alpha1.RestoreResource || n.Singular != "mgorsrestore" ||
+		len(n.ShortNames) != 1 || n.ShortNames[0] != "mgor" || crd.Spec.Scope != apiextensionsv1.NamespaceScoped {
+		t.Fatalf("CRD identity is off: %s %+v", crd.Name, n)
+	}
+	if v := crd.Spec.Versions[0]; v.Name != v1alpha1.Version || v.Subresources == nil || v.Subresources.Status == nil {
+		t.Fatalf("version %s, subresources %+v", v.Name, v.Subresources)
 	}
 }
 
@@ -112,7 +129,7 @@ func TestInstallCRDCreatesAndWaits(t *testing.T) {
 	if err := InstallCRD(ctx, c, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := installed(t, c), []string{"mgorsbackups.mgors.io", "mgorses.mgors.io"}; !slices.Equal(got, want) {
+	if got, want := installed(t, c), []string{"mgorsbackups.mgors.io", "mgorses.mgors.io", "mgorsrestores.mgors.io"}; !slices.Equal(got, want) {
 		t.Fatalf("CRDs installed and established: %v, want %v", got, want)
 	}
 }
@@ -122,14 +139,16 @@ func TestInstallCRDUpdatesAnOldSchema(t *testing.T) {
 	old.Spec.Versions[0].AdditionalPrinterColumns = nil
 	oldBackup, _ := BackupCRD()
 	oldBackup.Spec.Versions[0].AdditionalPrinterColumns = nil
-	c := fake.NewClientset(old, oldBackup)
+	oldRestore, _ := RestoreCRD()
+	oldRestore.Spec.Versions[0].AdditionalPrinterColumns = nil
+	c := fake.NewClientset(old, oldBackup, oldRestore)
 	establishOnWrite(c)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := InstallCRD(ctx, c, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"mgorses.mgors.io", "mgorsbackups.mgors.io"} {
+	for _, name := range []string{"mgorses.mgors.io", "mgorsbackups.mgors.io", "mgorsrestores.mgors.io"} {
 		got, _ := c.ApiextensionsV1().CustomResourceDefinitions().Get(ctx, name, metav1.GetOptions{})
 		if len(got.Spec.Versions[0].AdditionalPrinterColumns) == 0 {
 			t.Fatalf("%s was not updated to the embedded schema", name)
@@ -138,8 +157,8 @@ func TestInstallCRDUpdatesAnOldSchema(t *testing.T) {
 }
 
 // An operator upgraded from one that installed only the Mgors CRD adds the
-// MgorsBackup CRD beside it.
-func TestInstallCRDAddsTheBackupCRD(t *testing.T) {
+// MgorsBackup and MgorsRestore CRDs beside it.
+func TestInstallCRDAddsTheBackupAndRestoreCRDs(t *testing.T) {
 	have, _ := CRD()
 	c := fake.NewClientset(have)
 	establishOnWrite(c)
@@ -148,7 +167,7 @@ func TestInstallCRDAddsTheBackupCRD(t *testing.T) {
 	if err := InstallCRD(ctx, c, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := installed(t, c), []string{"mgorsbackups.mgors.io", "mgorses.mgors.io"}; !slices.Equal(got, want) {
+	if got, want := installed(t, c), []string{"mgorsbackups.mgors.io", "mgorses.mgors.io", "mgorsrestores.mgors.io"}; !slices.Equal(got, want) {
 		t.Fatalf("CRDs installed and established: %v, want %v", got, want)
 	}
 }

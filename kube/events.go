@@ -154,6 +154,11 @@ func (r *Recorder) BackupEvent(b *v1alpha1.MgorsBackup, warning bool, reason, me
 	r.emit(b, eventType(warning), reason, "%s", message)
 }
 
+// RestoreEvent records an Event about a MgorsRestore, for `kubectl describe mgor`.
+func (r *Recorder) RestoreEvent(rs *v1alpha1.MgorsRestore, warning bool, reason, message string) {
+	r.emit(rs, eventType(warning), reason, "%s", message)
+}
+
 func eventType(warning bool) string {
 	if warning {
 		return corev1.EventTypeWarning

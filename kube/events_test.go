@@ -86,6 +86,28 @@ func TestEventSchemeResolvesMgors(t *testing.T) {
 	}
 }
 
+// BackupEvent and RestoreEvent are about the MgorsBackup or MgorsRestore,
+// scrubbed like the others.
+func TestRecorderBackupAndRestoreEvents(t *testing.T) {
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nightly", UID: "b-1"}}
+	r := &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "back", UID: "r-1"}}
+	fr := record.NewFakeRecorder(2)
+	rec := NewRecorder(fr)
+	rec.BackupEvent(b, false, "BackupStarted", "from db-1")
+	rec.RestoreEvent(r, true, "RestoreFailed", "dial mongodb://u:p@db-0:27017 failed")
+	for _, want := range []string{"Normal BackupStarted from db-1", "Warning RestoreFailed dial mongodb://REDACTED@db-0:27017 failed"} {
+		if got := <-fr.Events; got != want {
+			t.Errorf("got %q, want %q", got, want)
+		}
+	}
+	ref, err := reference.GetReference(EventScheme(), r)
+	if err != nil || ref.Kind != v1alpha1.RestoreKind || ref.UID != r.UID {
+		t.Errorf("reference %+v, %v", ref, err)
+	}
+	var nilRec *Recorder
+	nilRec.RestoreEvent(r, false, "RestoreStarted", "x") // records nothing, does not panic
+}
+
 func TestEventBroadcasterSendsToAPI(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

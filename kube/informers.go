@@ -51,8 +51,8 @@ type InformerOptions struct {
 // claims, Services, budgets) are selected by the managed-by label; Secrets
 // are not, as a Secret the user names in the spec carries no label of ours,
 // and are cached without their data (Transform), which SecretData reads once
-// per resourceVersion. MgorsBackups are all of the namespaces watched,
-// indexed by the cluster they name (Backups).
+// per resourceVersion. MgorsBackups and MgorsRestores are all of the
+// namespaces watched, indexed by the cluster they name (Backups, Restores).
 type Informers struct {
 	kube kubernetes.Interface
 	opts InformerOptions
@@ -60,6 +60,7 @@ type Informers struct {
 	owned, all informers.SharedInformerFactory
 	mgors      cache.SharedIndexInformer
 	backups    cache.SharedIndexInformer
+	restores   cache.SharedIndexInformer
 
 	pods     corelisters.PodLister
 	claims   corelisters.PersistentVolumeClaimLister
@@ -129,6 +130,20 @@ func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOption
 		BackupClusterIndex:   backupCluster,
 	})
 	_ = i.backups.SetTransform(Transform)
+	// Every MgorsRestore of the namespaces watched, as the backups.
+	i.restores = cache.NewSharedIndexInformer(cache.ToListWatcherWithWatchListSemantics(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, l metav1.ListOptions) (runtime.Object, error) {
+			return mc.MgorsRestores(o.Namespace).List(ctx, l)
+		},
+		WatchFuncWithContext: func(ctx context.Context, l metav1.ListOptions) (watch.Interface, error) {
+			return mc.MgorsRestores(o.Namespace).Watch(ctx, l)
+		},
+	}, mc), &v1alpha1.MgorsRestore{}, o.Resync, cache.Indexers{
+		cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+		RestoreClusterIndex:  restoreCluster,
+		RestoreBackupIndex:   restoreBackup,
+	})
+	_ = i.restores.SetTransform(Transform)
 	return i
 }
 
@@ -143,6 +158,35 @@ func backupCluster(obj any) ([]string, error) {
 	}
 	return []string{b.Namespace + "/" + b.Spec.Cluster}, nil
 }
+
+// RestoreClusterIndex is the index of the MgorsRestore informer by the
+// cluster a restore names: "namespace/spec.cluster".
+const RestoreClusterIndex = "cluster"
+
+func restoreCluster(obj any) ([]string, error) {
+	r, ok := obj.(*v1alpha1.MgorsRestore)
+	if !ok {
+		return nil, nil
+	}
+	return []string{r.Namespace + "/" + r.Spec.Cluster}, nil
+}
+
+// RestoreBackupIndex is the index of the MgorsRestore informer by the
+// backup a restore names: "namespace/spec.backup", for the dispatcher to wake
+// the clusters whose restores wait on a backup that changed.
+const RestoreBackupIndex = "backup"
+
+func restoreBackup(obj any) ([]string, error) {
+	r, ok := obj.(*v1alpha1.MgorsRestore)
+	if !ok {
+		return nil, nil
+	}
+	return []string{r.Namespace + "/" + r.Spec.Backup}, nil
+}
+
+// RestoreInformer is the informer of the MgorsRestore objects, for the
+// dispatcher's handler.
+func (i *Informers) RestoreInformer() cache.SharedIndexInformer { return i.restores }
 
 // BackupInformer is the informer of the MgorsBackup objects, for the
 // dispatcher's handler.
@@ -170,6 +214,7 @@ func (i *Informers) Owned() map[string]cache.SharedIndexInformer {
 func (i *Informers) Start(ctx context.Context) {
 	go i.mgors.RunWithContext(ctx)
 	go i.backups.RunWithContext(ctx)
+	go i.restores.RunWithContext(ctx)
 	i.owned.Start(ctx.Done())
 	i.all.Start(ctx.Done())
 }
@@ -182,6 +227,9 @@ func (i *Informers) WaitForSync(ctx context.Context) error {
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), i.backups.HasSynced) {
 		return fmt.Errorf("the MgorsBackup cache did not sync (is the mgorsbackups.mgors.io CRD installed?): %w", context.Cause(ctx))
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), i.restores.HasSynced) {
+		return fmt.Errorf("the MgorsRestore cache did not sync (is the mgorsrestores.mgors.io CRD installed?): %w", context.Cause(ctx))
 	}
 	for _, f := range []informers.SharedInformerFactory{i.owned, i.all} {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
@@ -253,6 +301,57 @@ func (i *Informers) Backups(namespace, cluster string) ([]*v1alpha1.MgorsBackup,
 	}
 	sortBackups(out)
 	return out, nil
+}
+
+// Backup reads a MgorsBackup from the cache.
+func (i *Informers) Backup(namespace, name string) (*v1alpha1.MgorsBackup, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	obj, ok, err := i.backups.GetIndexer().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.GroupName, Resource: v1alpha1.BackupResource}, name)
+	}
+	b, ok := obj.(*v1alpha1.MgorsBackup)
+	if !ok {
+		return nil, fmt.Errorf("the MgorsBackup cache holds a %T", obj)
+	}
+	return b, nil
+}
+
+// Restores lists from the cache the MgorsRestores of namespace whose
+// spec.cluster is cluster, by creationTimestamp then name.
+func (i *Informers) Restores(namespace, cluster string) ([]*v1alpha1.MgorsRestore, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	objs, err := i.restores.GetIndexer().ByIndex(RestoreClusterIndex, namespace+"/"+cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*v1alpha1.MgorsRestore, 0, len(objs))
+	for _, obj := range objs {
+		r, ok := obj.(*v1alpha1.MgorsRestore)
+		if !ok {
+			return nil, fmt.Errorf("the MgorsRestore cache holds a %T", obj)
+		}
+		out = append(out, r)
+	}
+	sortRestores(out)
+	return out, nil
+}
+
+// sortRestores sorts restores oldest first: by creationTimestamp, then name.
+func sortRestores(rs []*v1alpha1.MgorsRestore) {
+	slices.SortFunc(rs, func(a, b *v1alpha1.MgorsRestore) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
 }
 
 // sortBackups sorts backups oldest first: by creationTimestamp, then name.

@@ -210,3 +210,104 @@ func TestInformersBackupsOfOneNamespace(t *testing.T) {
 		t.Fatalf("the cache holds %d backups, want the namespace's 1", n)
 	}
 }
+
+func restoreOf(ns, name, cluster, backup string, created time.Time) *v1alpha1.MgorsRestore {
+	return &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, CreationTimestamp: metav1.NewTime(created),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+		Spec: v1alpha1.MgorsRestoreSpec{Cluster: cluster, Backup: backup}}
+}
+
+func restoreNames(rs []*v1alpha1.MgorsRestore) []string {
+	var out []string
+	for _, r := range rs {
+		out = append(out, r.Namespace+"/"+r.Name)
+	}
+	return out
+}
+
+// Restores are a cluster's MgorsRestores of its namespace, oldest first (by
+// creationTimestamp, then name), from the cache once synced; Backup is one
+// MgorsBackup by name.
+func TestInformersRestores(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mc := mfake.NewClientset(
+		restoreOf("ns", "late", "db", "b1", t0.Add(time.Hour)),
+		restoreOf("ns", "b", "db", "b1", t0),
+		restoreOf("ns", "a", "db", "b1", t0),
+		restoreOf("ns", "other", "db2", "b1", t0),
+		restoreOf("elsewhere", "same-cluster-name", "db", "b1", t0),
+		backupOf("ns", "b1", "db", t0),
+	)
+	inf := NewInformers(fake.NewClientset(), mc, InformerOptions{})
+	if _, err := inf.Restores("ns", "db"); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("a read before the sync: %v", err)
+	}
+	if _, err := inf.Backup("ns", "b1"); !errors.Is(err, ErrNotSynced) {
+		t.Fatalf("a backup read before the sync: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); inf.Shutdown() }()
+	inf.Start(ctx)
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := inf.Restores("ns", "db")
+	if want := []string{"ns/a", "ns/b", "ns/late"}; err != nil || !slices.Equal(restoreNames(got), want) {
+		t.Fatalf("restores %v, %v; want %v", restoreNames(got), err, want)
+	}
+	if got[0].ManagedFields != nil {
+		t.Errorf("the cache keeps managedFields: not transformed")
+	}
+	if got, err := inf.Restores("ns", "none"); err != nil || len(got) != 0 {
+		t.Fatalf("a cluster without restores: %v, %v", got, err)
+	}
+	if inf.RestoreInformer() == nil {
+		t.Fatal("no RestoreInformer")
+	}
+	if b, err := inf.Backup("ns", "b1"); err != nil || b.Name != "b1" || b.Spec.Cluster != "db" {
+		t.Fatalf("backup b1: %+v, %v", b, err)
+	}
+	_, err = inf.Backup("ns", "missing")
+	var status apierrors.APIStatus
+	if !apierrors.IsNotFound(err) || !errors.As(err, &status) ||
+		status.Status().Details.Group != v1alpha1.GroupName || status.Status().Details.Kind != v1alpha1.BackupResource {
+		t.Fatalf("a missing backup: %v", err)
+	}
+	if _, err := inf.Backup("elsewhere", "b1"); !apierrors.IsNotFound(err) {
+		t.Fatalf("a backup of another namespace: %v", err)
+	}
+
+	early := restoreOf("ns", "z-early", "db", "b1", t0.Add(-time.Hour))
+	if _, err := mc.MgorsRestores("ns").Create(ctx, early, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.MgorsRestores("ns").Delete(ctx, "b", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"ns/z-early", "ns/a", "ns/late"}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		got, err := inf.Restores("ns", "db")
+		if err == nil && slices.Equal(restoreNames(got), want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("restores %v, %v; want %v", restoreNames(got), err, want)
+		}
+	}
+}
+
+// The namespaced informers see one namespace's restores only.
+func TestInformersRestoresOfOneNamespace(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	mc := mfake.NewClientset(restoreOf("ns", "a", "db", "b1", t0), restoreOf("elsewhere", "b", "db", "b1", t0))
+	inf := NewInformers(fake.NewClientset(), mc, InformerOptions{Namespace: "ns"})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer func() { cancel(); inf.Shutdown() }()
+	inf.Start(ctx)
+	if err := inf.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(inf.RestoreInformer().GetStore().List()); n != 1 {
+		t.Fatalf("the cache holds %d restores, want the namespace's 1", n)
+	}
+}

@@ -195,7 +195,7 @@ func TestCRDInstallerIsGrantedEveryCRD(t *testing.T) {
 // Every Mgors API resource the code reaches through the typed client
 // (kube/client) is granted, and the informers' kinds list and watch.
 func TestEveryMgorsResourceTheCodeCallsIsGranted(t *testing.T) {
-	call := regexp.MustCompile(`\.(Mgorses|MgorsBackups)\(`)
+	call := regexp.MustCompile(`\.(Mgorses|MgorsBackups|MgorsRestores)\(`)
 	verbs := func(res string) []string {
 		for _, p := range Permissions {
 			if p.Group == "mgors.io" && p.Resource == res && p.Names == nil {
@@ -227,10 +227,10 @@ func TestEveryMgorsResourceTheCodeCallsIsGranted(t *testing.T) {
 			}
 		}
 	}
-	if !seen["mgorses"] || !seen["mgorsbackups"] {
+	if !seen["mgorses"] || !seen["mgorsbackups"] || !seen["mgorsrestores"] {
 		t.Fatalf("the scan found %v: broken", seen)
 	}
-	for _, res := range []string{"mgorses", "mgorsbackups"} {
+	for _, res := range []string{"mgorses", "mgorsbackups", "mgorsrestores"} {
 		if v := verbs(res); !slices.Contains(v, "list") || !slices.Contains(v, "watch") || !slices.Contains(v, "get") {
 			t.Errorf("%s: the informer lists and watches, the status writer gets; granted %v", res, v)
 		}

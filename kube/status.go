@@ -21,8 +21,8 @@ import (
 	"github.com/mgors/operator/kube/client"
 )
 
-// StatusWriter writes the status of Mgors objects (and, with Backup, of
-// MgorsBackups) in small transactions: a
+// StatusWriter writes the status of Mgors objects (and, with Backup and
+// Restore, of MgorsBackups and MgorsRestores) in small transactions: a
 // fresh read, a change applied to a copy, and a write only when the status
 // really changed, retried from a fresh read on conflict. The actor owns what
 // the status says; the writer owns how it gets there safely.
@@ -148,6 +148,54 @@ func (w *StatusWriter) Backup(ctx context.Context, b *v1alpha1.MgorsBackup, st v
 	}
 	if err != nil {
 		return fmt.Errorf("writing the status of MgorsBackup %s/%s: %w", b.Namespace, b.Name, err)
+	}
+	return nil
+}
+
+// Restore writes st as the status of the MgorsRestore r (a copy the caller
+// read, from the cache or the API), as Backup does for a MgorsBackup: nothing
+// when st equals r.Status semantically, else an update of the status
+// subresource; a restore gone is no error; on a conflict one write of st over
+// a fresh read (nothing when it holds st or is another UID). Every call is
+// bounded by ctx and the writer's Timeout; r is never modified.
+func (w *StatusWriter) Restore(ctx context.Context, r *v1alpha1.MgorsRestore, st v1alpha1.MgorsRestoreStatus) error {
+	if equality.Semantic.DeepEqual(r.Status, st) {
+		return nil
+	}
+	c := w.Client.MgorsRestores(r.Namespace)
+	timeout := w.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCallTimeout
+	}
+	write := func(cur *v1alpha1.MgorsRestore) error {
+		next := cur.DeepCopy()
+		next.Status = *st.DeepCopy()
+		uctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		_, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{})
+		return err
+	}
+	err := write(r)
+	if apierrors.IsConflict(err) {
+		gctx, cancel := context.WithTimeout(ctx, timeout)
+		cur, gerr := c.Get(gctx, r.Name, metav1.GetOptions{})
+		cancel()
+		switch {
+		case gerr != nil:
+			err = gerr
+		case r.UID != "" && cur.UID != r.UID:
+			return nil // another restore of the same name: not ours to report on
+		case equality.Semantic.DeepEqual(cur.Status, st):
+			return nil
+		default:
+			err = write(cur)
+		}
+	}
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("writing the status of MgorsRestore %s/%s: %w", r.Namespace, r.Name, err)
 	}
 	return nil
 }

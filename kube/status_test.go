@@ -354,7 +354,7 @@ func TestStatusBackup(t *testing.T) {
 	})
 }
 
-// ctxClient records whether each MgorsBackup call had a deadline, and fails
+// ctxClient records whether each MgorsBackup or MgorsRestore call had a deadline, and fails
 // one whose ctx is done, as the API client would.
 type ctxClient struct {
 	*fake.Clientset
@@ -388,4 +388,185 @@ func (b ctxBackups) UpdateStatus(ctx context.Context, x *v1alpha1.MgorsBackup, o
 		return nil, err
 	}
 	return b.MgorsBackupInterface.UpdateStatus(ctx, x, opts)
+}
+
+func restoreSample() *v1alpha1.MgorsRestore {
+	return &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "back", UID: "r-1", ResourceVersion: "5"},
+		Spec: v1alpha1.MgorsRestoreSpec{Cluster: "db", Backup: "nightly"}, Status: v1alpha1.MgorsRestoreStatus{Phase: v1alpha1.RestorePending}}
+}
+
+// restoreConflicts makes the first n status updates of MgorsRestores a 409,
+// and counts the status updates and gets the writer makes.
+func restoreConflicts(c *fake.Clientset, n int) (updates, gets *int) {
+	updates, gets = new(int), new(int)
+	c.PrependReactor("*", "mgorsrestores", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		switch {
+		case a.GetVerb() == "update" && a.GetSubresource() == "status":
+			*updates++
+			if *updates <= n {
+				return true, nil, apierrors.NewConflict(schema.GroupResource{Group: v1alpha1.GroupName, Resource: "mgorsrestores"},
+					a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.MgorsRestore).Name, errors.New("stale resourceVersion"))
+			}
+		case a.GetVerb() == "get":
+			*gets++
+		}
+		return false, nil, nil
+	})
+	return updates, gets
+}
+
+func TestStatusRestore(t *testing.T) {
+	ctx := context.Background()
+	running := v1alpha1.MgorsRestoreStatus{Phase: v1alpha1.RestoreRunning, Member: "db-0",
+		StartTime: &metav1.Time{Time: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}}
+	stored := func(t *testing.T, c *fake.Clientset) v1alpha1.MgorsRestoreStatus {
+		t.Helper()
+		got, err := c.MgorsRestores("ns").Get(ctx, "back", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got.Status
+	}
+	t.Run("a status equal to the restore's is not written", func(t *testing.T) {
+		r := restoreSample()
+		c := fake.NewClientset(r.DeepCopy())
+		if err := NewStatusWriter(c).Restore(ctx, r, *r.Status.DeepCopy()); err != nil || len(c.Actions()) != 0 {
+			t.Fatalf("err %v, calls %v", err, c.Actions())
+		}
+	})
+	t.Run("a new status is written to the status subresource, the restore untouched", func(t *testing.T) {
+		r := restoreSample()
+		c := fake.NewClientset(r.DeepCopy())
+		updates, gets := restoreConflicts(c, 0)
+		if err := NewStatusWriter(c).Restore(ctx, r, running); err != nil {
+			t.Fatal(err)
+		}
+		if *updates != 1 || *gets != 0 {
+			t.Errorf("%d status updates and %d gets, want 1 and 0", *updates, *gets)
+		}
+		if got := stored(t, c); !equality.Semantic.DeepEqual(got, running) {
+			t.Errorf("stored %+v", got)
+		}
+		if r.Status.Phase != v1alpha1.RestorePending {
+			t.Errorf("the caller's restore was modified: %+v", r.Status)
+		}
+	})
+	t.Run("a deleted restore is no error", func(t *testing.T) {
+		c := fake.NewClientset()
+		if err := NewStatusWriter(c).Restore(ctx, restoreSample(), running); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("a conflict is retried once from a fresh read", func(t *testing.T) {
+		r := restoreSample()
+		fresh := r.DeepCopy()
+		fresh.ResourceVersion, fresh.Labels = "6", map[string]string{"team": "a"}
+		c := fake.NewClientset(fresh)
+		updates, gets := restoreConflicts(c, 1)
+		if err := NewStatusWriter(c).Restore(ctx, r, running); err != nil {
+			t.Fatal(err)
+		}
+		if *updates != 2 || *gets != 1 {
+			t.Errorf("%d status updates and %d gets, want 2 and 1", *updates, *gets)
+		}
+		var sent *v1alpha1.MgorsRestore
+		for _, a := range c.Actions() {
+			if a.GetVerb() == "update" {
+				sent = a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.MgorsRestore)
+			}
+		}
+		if sent == nil || sent.ResourceVersion != "6" || sent.Labels["team"] != "a" {
+			t.Errorf("the retry did not write over the fresh copy: %+v", sent)
+		}
+		if got := stored(t, c); !equality.Semantic.DeepEqual(got, running) {
+			t.Errorf("stored %+v", got)
+		}
+	})
+	t.Run("a second conflict is the error", func(t *testing.T) {
+		r := restoreSample()
+		c := fake.NewClientset(r.DeepCopy())
+		updates, _ := restoreConflicts(c, 2)
+		if err := NewStatusWriter(c).Restore(ctx, r, running); !apierrors.IsConflict(err) || *updates != 2 {
+			t.Fatalf("err %v after %d updates, want a conflict after 2", err, *updates)
+		}
+	})
+	t.Run("a conflict with a fresh copy that holds the status writes nothing more", func(t *testing.T) {
+		r := restoreSample()
+		fresh := r.DeepCopy()
+		fresh.Status = *running.DeepCopy()
+		c := fake.NewClientset(fresh)
+		updates, gets := restoreConflicts(c, 1)
+		if err := NewStatusWriter(c).Restore(ctx, r, running); err != nil || *updates != 1 || *gets != 1 {
+			t.Fatalf("err %v, %d updates, %d gets", err, *updates, *gets)
+		}
+	})
+	t.Run("a conflict with another incarnation of the name writes nothing", func(t *testing.T) {
+		r := restoreSample()
+		other := r.DeepCopy()
+		other.UID = "r-2"
+		c := fake.NewClientset(other)
+		updates, _ := restoreConflicts(c, 1)
+		if err := NewStatusWriter(c).Restore(ctx, r, running); err != nil || *updates != 1 {
+			t.Fatalf("err %v, %d updates", err, *updates)
+		}
+		if got := stored(t, c); got.Phase != v1alpha1.RestorePending {
+			t.Errorf("another restore's status was written: %+v", got)
+		}
+	})
+	t.Run("a deleted restore found by the retry is no error", func(t *testing.T) {
+		c := fake.NewClientset()
+		restoreConflicts(c, 1)
+		if err := NewStatusWriter(c).Restore(ctx, restoreSample(), running); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Run("every call is bounded by ctx", func(t *testing.T) {
+		r := restoreSample()
+		c := fake.NewClientset(r.DeepCopy())
+		var deadlines []bool
+		w := NewStatusWriter(&ctxClient{Clientset: c, seen: &deadlines})
+		w.Timeout = time.Second
+		if err := w.Restore(ctx, r, running); err != nil {
+			t.Fatal(err)
+		}
+		if len(deadlines) != 1 || !deadlines[0] {
+			t.Fatalf("calls with a deadline: %v", deadlines)
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		next := running.DeepCopy()
+		next.Phase = v1alpha1.RestoreSucceeded
+		if err := w.Restore(cctx, r, *next); !errors.Is(err, context.Canceled) {
+			t.Fatalf("a cancelled ctx: %v", err)
+		}
+	})
+}
+
+func (c *ctxClient) MgorsRestores(namespace string) client.MgorsRestoreInterface {
+	return ctxRestores{MgorsRestoreInterface: c.Clientset.MgorsRestores(namespace), seen: c.seen}
+}
+
+type ctxRestores struct {
+	client.MgorsRestoreInterface
+	seen *[]bool
+}
+
+func (r ctxRestores) check(ctx context.Context) error {
+	_, ok := ctx.Deadline()
+	*r.seen = append(*r.seen, ok)
+	return ctx.Err()
+}
+
+func (r ctxRestores) Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.MgorsRestore, error) {
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
+	return r.MgorsRestoreInterface.Get(ctx, name, opts)
+}
+
+func (r ctxRestores) UpdateStatus(ctx context.Context, x *v1alpha1.MgorsRestore, opts metav1.UpdateOptions) (*v1alpha1.MgorsRestore, error) {
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
+	return r.MgorsRestoreInterface.UpdateStatus(ctx, x, opts)
 }

@@ -1,5 +1,6 @@
 // Package watch turns changes of Mgors objects, of the Pods, StatefulSets,
-// PVCs and Secrets they own, and of the MgorsBackups that name them, as the
+// PVCs and Secrets they own, and of the MgorsBackups and MgorsRestores that
+// name them, as the
 // shared informers (kube.Informers) see them, into messages to the actors'
 // Manager. It never blocks an informer callback (sending to an actor is a
 // non-blocking enqueue) and never decides anything: it only says what
@@ -69,8 +70,12 @@ func (d *Dispatcher) Run(ctx context.Context, syncTimeout time.Duration) error {
 			return fmt.Errorf("watch: %w", err)
 		}
 	}
-	// A MgorsBackup names its cluster in spec.cluster.
+	// A MgorsBackup names its cluster in spec.cluster, and so does a
+	// MgorsRestore.
 	if _, err := d.Informers.BackupInformer().AddEventHandler(d.backupHandler()); err != nil {
+		return fmt.Errorf("watch: %w", err)
+	}
+	if _, err := d.Informers.RestoreInformer().AddEventHandler(d.restoreHandler()); err != nil {
 		return fmt.Errorf("watch: %w", err)
 	}
 	defer d.Informers.Shutdown() // after stop, below: waits for the informers to end
@@ -164,20 +169,81 @@ func (d *Dispatcher) ownedHandler(what string) cache.ResourceEventHandler {
 
 // backupHandler wakes the actor of the cluster a MgorsBackup names
 // (spec.cluster) when the backup is added, changed (its status included: the
-// spec is immutable) or deleted, as an owned object does.
+// spec is immutable) or deleted, as an owned object does; and the actors of
+// the clusters whose MgorsRestores name it (spec.backup), which wait on it to
+// succeed or learn it is gone.
 func (d *Dispatcher) backupHandler() cache.ResourceEventHandler {
 	send := func(obj any) {
 		b, ok := Unwrap(obj).(*v1alpha1.MgorsBackup)
-		if !ok || b.Spec.Cluster == "" {
+		if !ok {
 			return
 		}
-		d.Send(actors.OwnedChanged{Namespace: b.Namespace, Cluster: b.Spec.Cluster, What: "backup " + b.Name})
+		if b.Spec.Cluster != "" {
+			d.Send(actors.OwnedChanged{Namespace: b.Namespace, Cluster: b.Spec.Cluster, What: "backup " + b.Name})
+		}
+		for _, r := range d.restoresOf(b.Namespace, b.Name) {
+			if r.Spec.Cluster != "" {
+				d.Send(restoreChanged(r))
+			}
+		}
 	}
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { send(obj) },
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(*v1alpha1.MgorsBackup)
 			n, ok2 := newObj.(*v1alpha1.MgorsBackup)
+			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
+				return // a resync: nothing changed
+			}
+			send(newObj)
+		},
+		DeleteFunc: send,
+	}
+}
+
+// restoresOf are the MgorsRestores of namespace whose spec.backup is backup,
+// read from the restore informer's index (no API call, no wait: an informer
+// callback must not block); none without Informers.
+func (d *Dispatcher) restoresOf(namespace, backup string) []*v1alpha1.MgorsRestore {
+	if d.Informers == nil {
+		return nil
+	}
+	objs, err := d.Informers.RestoreInformer().GetIndexer().ByIndex(kube.RestoreBackupIndex, namespace+"/"+backup)
+	if err != nil {
+		d.Log.Error().Err(err).Str("namespace", namespace).Str("backup", backup).Msg("reading the restores of a backup")
+		return nil
+	}
+	out := make([]*v1alpha1.MgorsRestore, 0, len(objs))
+	for _, obj := range objs {
+		if r, ok := obj.(*v1alpha1.MgorsRestore); ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// restoreChanged is the message that wakes the actor of the cluster a
+// MgorsRestore names.
+func restoreChanged(r *v1alpha1.MgorsRestore) actors.OwnedChanged {
+	return actors.OwnedChanged{Namespace: r.Namespace, Cluster: r.Spec.Cluster, What: "restore " + r.Name}
+}
+
+// restoreHandler wakes the actor of the cluster a MgorsRestore names
+// (spec.cluster) when the restore is added, changed (its status included:
+// the spec is immutable) or deleted, as backupHandler does for a backup.
+func (d *Dispatcher) restoreHandler() cache.ResourceEventHandler {
+	send := func(obj any) {
+		r, ok := Unwrap(obj).(*v1alpha1.MgorsRestore)
+		if !ok || r.Spec.Cluster == "" {
+			return
+		}
+		d.Send(restoreChanged(r))
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { send(obj) },
+		UpdateFunc: func(oldObj, newObj any) {
+			o, ok1 := oldObj.(*v1alpha1.MgorsRestore)
+			n, ok2 := newObj.(*v1alpha1.MgorsRestore)
 			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
 				return // a resync: nothing changed
 			}

@@ -249,3 +249,119 @@ func TestBackupHandler(t *testing.T) {
 	h.OnUpdate(b, b.DeepCopy())
 	box.none(t, "OwnedChanged on a resync", is)
 }
+
+// runDispatcher runs a Dispatcher over fresh informers of mc until the test
+// ends, once synced.
+func runDispatcher(t *testing.T, mc *fake.Clientset) (*inbox, context.Context) {
+	t.Helper()
+	box := &inbox{}
+	d := &Dispatcher{Informers: kube.NewInformers(k8sfake.NewClientset(), mc, kube.InformerOptions{}), Send: box.send, Log: zerolog.Nop()}
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() { errs <- d.Run(ctx, 10*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	})
+	for deadline := time.Now().Add(10 * time.Second); !d.Synced(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the dispatcher never synced")
+		}
+	}
+	return box, ctx
+}
+
+func ownedIs(want actors.OwnedChanged) func(any) bool {
+	return func(x any) bool { o, ok := x.(actors.OwnedChanged); return ok && o == want }
+}
+
+// A MgorsRestore added, changed or deleted wakes the actor of the cluster it
+// names, as a backup does.
+func TestDispatcherRestores(t *testing.T) {
+	mc := fake.NewClientset()
+	box, ctx := runDispatcher(t, mc)
+	restore := ownedIs(actors.OwnedChanged{Namespace: "db", Cluster: "demo", What: "restore back"})
+	r := &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "db", ResourceVersion: "1"},
+		Spec: v1alpha1.MgorsRestoreSpec{Cluster: "demo", Backup: "nightly"}}
+	created, err := mc.MgorsRestores("db").Create(ctx, r, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged on a restore's add", restore)
+
+	created.Status.Phase = v1alpha1.RestoreRunning
+	created.ResourceVersion = "2"
+	if _, err := mc.MgorsRestores("db").UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged on a restore's update", restore)
+
+	if err := mc.MgorsRestores("db").Delete(ctx, "back", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "OwnedChanged on a restore's delete", restore)
+	box.none(t, "a second OwnedChanged for the restore", restore)
+}
+
+// A MgorsBackup that changes wakes, besides its own cluster's actor, the
+// actors of the clusters whose MgorsRestores of its namespace name it.
+func TestBackupWakesItsRestores(t *testing.T) {
+	restoreOf := func(ns, name, cluster, backup string) *v1alpha1.MgorsRestore {
+		return &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, ResourceVersion: "1"},
+			Spec: v1alpha1.MgorsRestoreSpec{Cluster: cluster, Backup: backup}}
+	}
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: "db", ResourceVersion: "1"},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"}}
+	mc := fake.NewClientset(b,
+		restoreOf("db", "into-copy", "copy", "nightly"),
+		restoreOf("db", "into-demo", "demo", "nightly"),
+		restoreOf("db", "other-backup", "third", "weekly"),
+		restoreOf("elsewhere", "same-backup-name", "copy", "nightly"))
+	box, ctx := runDispatcher(t, mc)
+	intoCopy := ownedIs(actors.OwnedChanged{Namespace: "db", Cluster: "copy", What: "restore into-copy"})
+	intoDemo := ownedIs(actors.OwnedChanged{Namespace: "db", Cluster: "demo", What: "restore into-demo"})
+	backup := ownedIs(actors.OwnedChanged{Namespace: "db", Cluster: "demo", What: "backup nightly"})
+	unrelated := func(x any) bool {
+		o, ok := x.(actors.OwnedChanged)
+		return ok && (o.What == "restore other-backup" || o.Namespace == "elsewhere")
+	}
+	// The adds of the initial list (the backup's add may wake its restores
+	// once more, as the restore cache fills): waited for, then forgotten.
+	for what, is := range map[string]func(any) bool{"into-copy": intoCopy, "into-demo": intoDemo, "backup": backup, "the others": unrelated} {
+		box.wait(t, "the add of "+what, is)
+	}
+	time.Sleep(300 * time.Millisecond)
+	box.mu.Lock()
+	box.msgs = nil
+	box.mu.Unlock()
+
+	got, err := mc.MgorsBackups("db").Get(ctx, "nightly", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status.Phase = v1alpha1.BackupSucceeded
+	got.ResourceVersion = "2"
+	if _, err := mc.MgorsBackups("db").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	box.wait(t, "the backup's own cluster", backup)
+	box.wait(t, "the cluster restored into from the backup", intoCopy)
+	box.wait(t, "the backup's cluster restored into from it", intoDemo)
+	box.none(t, "a restore of another backup or namespace", unrelated)
+}
+
+// The restore handler unwraps tombstones and ignores resyncs; the backup
+// handler without Informers wakes only the backup's cluster.
+func TestRestoreHandler(t *testing.T) {
+	box := &inbox{}
+	h := (&Dispatcher{Send: box.send}).restoreHandler()
+	r := &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Name: "back", Namespace: "db", ResourceVersion: "3"},
+		Spec: v1alpha1.MgorsRestoreSpec{Cluster: "demo", Backup: "nightly"}}
+	is := ownedIs(actors.OwnedChanged{Namespace: "db", Cluster: "demo", What: "restore back"})
+	h.OnDelete(cache.DeletedFinalStateUnknown{Key: "db/back", Obj: r})
+	box.wait(t, "OwnedChanged from a tombstone", is)
+	h.OnUpdate(r, r.DeepCopy())
+	box.none(t, "OwnedChanged on a resync", is)
+}

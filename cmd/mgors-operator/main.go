@@ -1,8 +1,9 @@
 // Command mgors-operator runs the Mgors operator: it takes the leader Lease
-// (when asked), installs the Mgors and MgorsBackup CRDs once leading
-// (unless --install-crd=false), watches Mgors objects (and the MgorsBackups
-// that name them) and runs one supervised actor per cluster. Wiring only; the behaviour lives in actors,
-// watch, kube and mongo.
+// (when asked), installs the Mgors, MgorsBackup and MgorsRestore CRDs once
+// leading (unless --install-crd=false), watches Mgors objects (and the
+// MgorsBackups and MgorsRestores that name them) and runs one supervised
+// actor per cluster. Wiring only; the behaviour lives in actors, watch, kube
+// and mongo.
 package main
 
 import (
@@ -87,7 +88,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.StringVar(&o.identity, "identity", host, "this instance's name in the Lease and in the records it writes")
 	fs.StringVar(&o.shards, "shards", "", `"auto" spreads the Mgors over every live replica, each with a Lease of its own (docs/design/sharding.md); empty: one replica acts (with --leader-elect, the others stand by)`)
-	fs.BoolVar(&o.installCRD, "install-crd", true, "install or upgrade the Mgors and MgorsBackup CRDs when leading; false when a person installs them (the namespaced install has no right to)")
+	fs.BoolVar(&o.installCRD, "install-crd", true, "install or upgrade the Mgors, MgorsBackup and MgorsRestore CRDs when leading; false when a person installs them (the namespaced install has no right to)")
 	fs.DurationVar(&o.certLifetime, "certificate-lifetime", 365*24*time.Hour, "life of the member certificates the operator issues; renewed in the last third (short only in tests)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -230,7 +231,7 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 			if err != nil {
 				return err
 			}
-			log.Info().Msg("Mgors and MgorsBackup CRDs installed and established")
+			log.Info().Msg("Mgors, MgorsBackup and MgorsRestore CRDs installed and established")
 		}
 		system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 			return slog.New(zerolog.NewSlogHandler(log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))

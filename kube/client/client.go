@@ -35,6 +35,8 @@ type Interface interface {
 	Mgorses(namespace string) MgorsInterface
 	// MgorsBackups addresses the MgorsBackup objects of one namespace ("" for all).
 	MgorsBackups(namespace string) MgorsBackupInterface
+	// MgorsRestores addresses the MgorsRestore objects of one namespace ("" for all).
+	MgorsRestores(namespace string) MgorsRestoreInterface
 }
 
 // MgorsInterface reads and writes Mgors objects: get, list, watch, create,
@@ -61,6 +63,19 @@ type MgorsBackupInterface interface {
 	List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.MgorsBackupList, error)
 	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1alpha1.MgorsBackup, error)
+}
+
+// MgorsRestoreInterface reads and writes MgorsRestore objects, with the verbs
+// of MgorsInterface.
+type MgorsRestoreInterface interface {
+	Create(ctx context.Context, r *v1alpha1.MgorsRestore, opts metav1.CreateOptions) (*v1alpha1.MgorsRestore, error)
+	Update(ctx context.Context, r *v1alpha1.MgorsRestore, opts metav1.UpdateOptions) (*v1alpha1.MgorsRestore, error)
+	UpdateStatus(ctx context.Context, r *v1alpha1.MgorsRestore, opts metav1.UpdateOptions) (*v1alpha1.MgorsRestore, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*v1alpha1.MgorsRestore, error)
+	List(ctx context.Context, opts metav1.ListOptions) (*v1alpha1.MgorsRestoreList, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions, subresources ...string) (*v1alpha1.MgorsRestore, error)
 }
 
 // Clientset talks to the API server's mgors.io/v1alpha1 endpoints.
@@ -101,6 +116,15 @@ func (c *Clientset) MgorsBackups(namespace string) MgorsBackupInterface {
 		v1alpha1.BackupResource, c.rest, ParameterCodec, namespace,
 		func() *v1alpha1.MgorsBackup { return &v1alpha1.MgorsBackup{} },
 		func() *v1alpha1.MgorsBackupList { return &v1alpha1.MgorsBackupList{} },
+	)
+}
+
+// MgorsRestores addresses the MgorsRestore objects of one namespace ("" for all).
+func (c *Clientset) MgorsRestores(namespace string) MgorsRestoreInterface {
+	return gentype.NewClientWithList[*v1alpha1.MgorsRestore, *v1alpha1.MgorsRestoreList](
+		v1alpha1.RestoreResource, c.rest, ParameterCodec, namespace,
+		func() *v1alpha1.MgorsRestore { return &v1alpha1.MgorsRestore{} },
+		func() *v1alpha1.MgorsRestoreList { return &v1alpha1.MgorsRestoreList{} },
 	)
 }
 

@@ -170,3 +170,75 @@ func TestFakeBackups(t *testing.T) {
 		t.Fatalf("the Mgors list holds %+v, %v: the kinds are kept apart", ms, err)
 	}
 }
+
+func TestRestoreClientAddressesTheAPI(t *testing.T) {
+	var paths []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/apis/mgors.io/v1alpha1/namespaces/db/mgorsrestores" {
+			_ = json.NewEncoder(w).Encode(&v1alpha1.MgorsRestoreList{TypeMeta: metav1.TypeMeta{APIVersion: "mgors.io/v1alpha1", Kind: "MgorsRestoreList"},
+				Items: []v1alpha1.MgorsRestore{{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "db"}, Spec: v1alpha1.MgorsRestoreSpec{Cluster: "demo", Backup: "b1"}}}})
+			return
+		}
+		rs := &v1alpha1.MgorsRestore{TypeMeta: metav1.TypeMeta{APIVersion: "mgors.io/v1alpha1", Kind: "MgorsRestore"},
+			ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "db"}, Spec: v1alpha1.MgorsRestoreSpec{Cluster: "demo", Backup: "b1"},
+			Status: v1alpha1.MgorsRestoreStatus{Phase: v1alpha1.RestoreRunning}}
+		_ = json.NewEncoder(w).Encode(rs)
+	}))
+	defer srv.Close()
+	c, err := client.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	got, err := c.MgorsRestores("db").Get(ctx, "r1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Cluster != "demo" || got.Spec.Backup != "b1" || got.Status.Phase != v1alpha1.RestoreRunning {
+		t.Fatalf("decoded %+v", got)
+	}
+	if _, err := c.MgorsRestores("db").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.MgorsRestores("db").List(ctx, metav1.ListOptions{}); err != nil || len(l.Items) != 1 || l.Items[0].Spec.Backup != "b1" {
+		t.Fatalf("list %+v, %v", l, err)
+	}
+	want := []string{
+		"GET /apis/mgors.io/v1alpha1/namespaces/db/mgorsrestores/r1",
+		"PUT /apis/mgors.io/v1alpha1/namespaces/db/mgorsrestores/r1/status",
+		"GET /apis/mgors.io/v1alpha1/namespaces/db/mgorsrestores",
+	}
+	if len(paths) != len(want) {
+		t.Fatalf("requests %v, want %v", paths, want)
+	}
+	for i := range want {
+		if paths[i] != want[i] {
+			t.Fatalf("request %d = %s, want %s", i, paths[i], want[i])
+		}
+	}
+}
+
+func TestFakeRestores(t *testing.T) {
+	r := &v1alpha1.MgorsRestore{ObjectMeta: metav1.ObjectMeta{Name: "r1", Namespace: "db"}, Spec: v1alpha1.MgorsRestoreSpec{Cluster: "demo", Backup: "b1"}}
+	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: "db"}, Spec: v1alpha1.MgorsBackupSpec{Cluster: "demo"}}
+	c := fake.NewClientset(demo(), b, r)
+	ctx := context.Background()
+	got, err := c.MgorsRestores("db").Get(ctx, "r1", metav1.GetOptions{})
+	if err != nil || got.Spec.Backup != "b1" {
+		t.Fatalf("get %+v, %v", got, err)
+	}
+	got.Status.Phase = v1alpha1.RestoreSucceeded
+	if _, err := c.MgorsRestores("db").UpdateStatus(ctx, got, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.MgorsRestores("").List(ctx, metav1.ListOptions{})
+	if err != nil || len(l.Items) != 1 || l.Items[0].Status.Phase != v1alpha1.RestoreSucceeded {
+		t.Fatalf("list: %+v %v", l, err)
+	}
+	if bs, err := c.MgorsBackups("db").List(ctx, metav1.ListOptions{}); err != nil || len(bs.Items) != 1 {
+		t.Fatalf("the MgorsBackup list holds %+v, %v: the kinds are kept apart", bs, err)
+	}
+}

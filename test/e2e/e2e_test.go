@@ -153,7 +153,7 @@ func condition(m *v1alpha1.Mgors, typ string) *metav1.Condition {
 	return nil
 }
 
-// installCRD installs the Mgors and MgorsBackup CRDs from the binary's
+// installCRD installs the Mgors, MgorsBackup and MgorsRestore CRDs from the binary's
 // embedded copies, as the operator does at start.
 func installCRD(t testing.TB, env *harness.Env) {
 	t.Helper()

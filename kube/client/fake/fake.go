@@ -81,3 +81,17 @@ func (c *Clientset) MgorsBackups(namespace string) client.MgorsBackupInterface {
 		},
 	)
 }
+
+// MgorsRestores addresses the MgorsRestore objects of one namespace.
+func (c *Clientset) MgorsRestores(namespace string) client.MgorsRestoreInterface {
+	return gentype.NewFakeClientWithList[*v1alpha1.MgorsRestore, *v1alpha1.MgorsRestoreList](
+		&c.Fake, namespace, v1alpha1.RestoreGroupVersionResource, v1alpha1.RestoreGroupVersionKind,
+		func() *v1alpha1.MgorsRestore { return &v1alpha1.MgorsRestore{} },
+		func() *v1alpha1.MgorsRestoreList { return &v1alpha1.MgorsRestoreList{} },
+		func(dst, src *v1alpha1.MgorsRestoreList) { dst.ListMeta = src.ListMeta },
+		func(l *v1alpha1.MgorsRestoreList) []*v1alpha1.MgorsRestore { return gentype.ToPointerSlice(l.Items) },
+		func(l *v1alpha1.MgorsRestoreList, items []*v1alpha1.MgorsRestore) {
+			l.Items = gentype.FromPointerSlice(items)
+		},
+	)
+}

@@ -10,8 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -62,6 +64,44 @@ func (r *Reader) Backups(namespace, cluster string) ([]*v1alpha1.MgorsBackup, er
 		}
 	}
 	slices.SortFunc(out, func(a, b *v1alpha1.MgorsBackup) int {
+		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Name, b.Name)
+	})
+	return out, nil
+}
+
+// Backup reads a MgorsBackup; NotFound when the Reader has no MgorsClient.
+func (r *Reader) Backup(namespace, name string) (*v1alpha1.MgorsBackup, error) {
+	if r.MgorsClient == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: v1alpha1.GroupName, Resource: v1alpha1.BackupResource}, name)
+	}
+	ctx, cancel := bounded()
+	defer cancel()
+	return r.MgorsClient.MgorsBackups(namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Restores lists the MgorsRestores of namespace whose spec.cluster is
+// cluster, by creationTimestamp then name; none when the Reader has no
+// MgorsClient.
+func (r *Reader) Restores(namespace, cluster string) ([]*v1alpha1.MgorsRestore, error) {
+	if r.MgorsClient == nil {
+		return nil, nil
+	}
+	ctx, cancel := bounded()
+	defer cancel()
+	l, err := r.MgorsClient.MgorsRestores(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*v1alpha1.MgorsRestore
+	for i := range l.Items {
+		if l.Items[i].Spec.Cluster == cluster {
+			out = append(out, &l.Items[i])
+		}
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.MgorsRestore) int {
 		if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
 			return c
 		}
