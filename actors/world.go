@@ -158,6 +158,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 		return o, err
 	}
 	w.observeBackups(m, &o)
+	w.observeRestores(m, &o)
 	if err := w.observeCertificate(ctx, m, &o); err != nil {
 		return o, err
 	}
