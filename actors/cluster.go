@@ -154,8 +154,8 @@ type cluster struct {
 	sinceSnap int64
 	stopTimer func()
 	soonAt    time.Time // when the quick re-observation scheduled comes (zero: none)
-	quiet     int  // observations in a row that wrote nothing
-	draining  bool // stop when the step under way ends (ClusterDrain)
+	quiet     int       // observations in a row that wrote nothing
+	draining  bool      // stop when the step under way ends (ClusterDrain)
 
 	wake    *wakeup       // nil unless the World is a Watcher (wake.go)
 	status  *statusWriter // shared with the producer, as latest
