@@ -105,8 +105,9 @@ type (
 // Messages a Cluster actor sends itself from its goroutines.
 type (
 	tick struct{}
-	// soon is the quick re-observation of a cluster that is not Healthy.
-	soon struct{}
+	// soon is the quick re-observation of a cluster that is not Healthy,
+	// or at a backup schedule's fire; at is when it was set to come.
+	soon struct{ at time.Time }
 	// drain asks the actor to stop once the step under way ends.
 	drain     struct{}
 	recovered struct {
@@ -129,6 +130,7 @@ type (
 	acted struct {
 		action   Action
 		err      error
+		facts    []Event // what a successful action reports (carry)
 		dur      time.Duration
 		fencedBy string
 	}
@@ -151,9 +153,9 @@ type cluster struct {
 	lastObs   *Observation
 	sinceSnap int64
 	stopTimer func()
-	soonTimer bool // a quick re-observation is scheduled
-	quiet     int  // observations in a row that wrote nothing
-	draining  bool // stop when the step under way ends (ClusterDrain)
+	soonAt    time.Time // when the quick re-observation scheduled comes (zero: none)
+	quiet     int       // observations in a row that wrote nothing
+	draining  bool      // stop when the step under way ends (ClusterDrain)
 
 	wake   *wakeup       // nil unless the World is a Watcher (wake.go)
 	status *statusWriter // shared with the producer, as latest
@@ -254,7 +256,9 @@ func (c *cluster) Receive(ctx actor.Context) {
 		}
 		c.observe(ctx)
 	case soon:
-		c.soonTimer = false
+		if msg.at.Equal(c.soonAt) {
+			c.soonAt = time.Time{} // a timer replaced by an earlier one leaves it
+		}
 		c.observe(ctx)
 	case recovered:
 		c.onRecovered(ctx, msg)
@@ -352,6 +356,9 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 		return
 	}
 	obs := msg.obs
+	if obs.At.IsZero() {
+		obs.At = c.deps.now() // the schedules' next fire in the status counts from it
+	}
 	c.lastObs = &obs
 	if c.deps.Metrics != nil {
 		h := healthOf(obs)
@@ -441,8 +448,8 @@ func (c *cluster) carryOut(ctx actor.Context, a Action) {
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)
 		defer cancel()
-		err := deps.World.Act(actx, m, a)
-		return acted{action: a, err: err, dur: time.Since(start)}
+		facts, err := carry(actx, deps.World, m, a)
+		return acted{action: a, err: err, dur: time.Since(start), facts: facts}
 	}, func(err error) any { return acted{action: a, err: err} })
 }
 
@@ -461,7 +468,11 @@ func (c *cluster) onActed(ctx actor.Context, msg acted) {
 		delete(c.mgors.Annotations, msg.action.Host)
 		c.latest.set(c.mgors)
 	}
-	c.persist(ctx, Conclude(msg.action, msg.err), nil, "result of "+string(msg.action.Kind))
+	events := Conclude(msg.action, msg.err)
+	if msg.err == nil {
+		events = append(events, msg.facts...)
+	}
+	c.persist(ctx, events, nil, "result of "+string(msg.action.Kind))
 }
 
 // idle ends a step, and starts the next observation if one was asked for,
@@ -481,9 +492,12 @@ func (c *cluster) idle(ctx actor.Context, wrote bool) {
 		c.observe(ctx)
 		return
 	}
-	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval, c.deps.now()); d > 0 && !c.soonTimer {
-		c.soonTimer = true
-		scheduler.NewTimerScheduler(ctx).SendOnce(d, ctx.Self(), soon{})
+	// A timer is replaced by an earlier one (a cluster that starts to move
+	// while it waits for a schedule's fire); the later one still comes.
+	now := c.deps.now()
+	if d := lookAgain(c.state, c.mgors, c.quiet, c.deps.Interval, now); d > 0 && (c.soonAt.IsZero() || now.Add(d).Before(c.soonAt)) {
+		c.soonAt = now.Add(d)
+		scheduler.NewTimerScheduler(ctx).SendOnce(d, ctx.Self(), soon{at: c.soonAt})
 	}
 }
 

@@ -21,6 +21,9 @@ type Action struct {
 	Replicas int32
 	// UID is the pod a FencePod deletes.
 	UID string
+	// Backup is the MgorsBackup a CreateBackup makes or a PruneBackup
+	// deletes (decide_schedule.go).
+	Backup *ScheduledBackup
 	// MinAvailable is the PodDisruptionBudget a SetDisruptionBudget sets.
 	MinAvailable int32
 	// Auth is how the World authenticates to the members for this action:
@@ -138,6 +141,8 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     with rule 4's TLS step, after the certificate is recorded
 //     (decide_cert.go), and each step's roll ends in Recovering like a TLS
 //     step.
+//  7. Last, once no rule chose an action, spec.backup.schedules take their
+//     backups and prune the old ones (decide_schedule.go).
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()
@@ -177,6 +182,7 @@ func Decide(s State, in Inputs) Decision {
 	default:
 		d.phase(v1alpha1.PhaseProvisioning, "unknown phase "+string(d.s.Phase))
 	}
+	d.schedules()
 	return d.out
 }
 
@@ -231,6 +237,8 @@ func (d *decider) settleInFlight() {
 		done = d.storageSettled(f)
 	case ActApplyConfig:
 		done = d.configSettled(f)
+	case ActCreateBackup, ActPruneBackup:
+		done = d.scheduleSettled(f)
 	case ActRenewCertificate:
 		done = o.Certificate != nil && o.Certificate.Version != f.SecretVersion
 	case ActRotateKeyfile:

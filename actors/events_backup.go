@@ -80,8 +80,10 @@ func (r BackupRun) Running() bool { return r.Completed == nil && r.Failed == "" 
 // MgorsBackup's status; the oldest ended ones go first.
 const keptBackups = 32
 
-// foldBackup folds the backup events into the state (part of Evolve).
+// foldBackup folds the backup events, the schedules' too, into the state
+// (part of Evolve).
 func foldBackup(s State, at time.Time, e Event) State {
+	s = foldSchedule(s, at, e)
 	switch e := e.(type) {
 	case BackupStarted:
 		s.Backups = append(pruneBackups(s.Backups), BackupRun{BackupStarted: e, At: at})
@@ -166,5 +168,5 @@ func backupAnnouncement(e Event) (reason, message string, warning, ok bool) {
 	case BackupFailed:
 		return "BackupFailed", fmt.Sprintf("backup %s: %s", e.Backup, e.Reason), true, true
 	}
-	return "", "", false, false
+	return scheduleAnnouncement(e)
 }

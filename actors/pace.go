@@ -31,8 +31,35 @@ const slowest = 10 * time.Second
 // step starts from Healthy). Any other cluster is moving (an election, a
 // pod starting, an initial sync) without events that would wake it: 1 s after
 // a step that wrote something, doubling with each quiet observation, capped
-// at slowest and at the interval.
+// at slowest and at the interval. Not paused, a backup schedule's next fire
+// within the interval is looked at when it comes, even on a quiet Healthy
+// cluster (untilFire).
 func lookAgain(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration, now time.Time) time.Duration {
+	d := pace(s, m, quiet, interval, now)
+	if m.Spec.Paused {
+		return d
+	}
+	if until := untilFire(m, interval, now); until > 0 && (d == 0 || until < d) {
+		return until
+	}
+	return d
+}
+
+// untilFire is how long until m's next scheduled backup, 0 when there is
+// none within interval (the --interval timer comes first).
+func untilFire(m *v1alpha1.Mgors, interval time.Duration, now time.Time) time.Duration {
+	next := NextBackupTime(m, now)
+	if next.IsZero() {
+		return 0
+	}
+	if until := next.Sub(now); interval <= 0 || until <= interval {
+		return until
+	}
+	return 0
+}
+
+// pace is lookAgain without the schedules.
+func pace(s State, m *v1alpha1.Mgors, quiet int, interval time.Duration, now time.Time) time.Duration {
 	waiting := s.MajorityLost != nil && m.Spec.Recovery.MajorityLoss != v1alpha1.RecoveryAutomatic
 	if m.Spec.Paused || waiting || s.VolumesLost != nil {
 		return 0

@@ -138,6 +138,8 @@ type State struct {
 	// External is the members' external addresses last recorded (nil
 	// without spec.externalAccess; decide_external.go).
 	External *ExternalView `json:"external,omitempty"`
+	// Schedules are the backup schedules' last fires (decide_schedule.go).
+	Schedules Schedules `json:"schedules,omitzero"`
 	// Backups are the backups started, the running ones and the last ended
 	// ones (decide_backup.go), oldest first.
 	Backups []BackupRun `json:"backups,omitempty"`

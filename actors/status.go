@@ -34,6 +34,7 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 	}
 	st.Version, st.FeatureCompatibilityVersion = runningVersions(s.Versions), s.Versions.FCV
 	st.Rotations = rotations(s)
+	st.Backup = BackupSummary(s, o, m)
 	healthy := int32(0)
 	var primaryOptime mongo.OpTime
 	if o.Status != nil {

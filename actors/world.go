@@ -431,6 +431,11 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 		return w.Applier.RotateCA(ctx, m, w.ClusterDomain, a.Step, a.From, a.To)
 	case ActRenewCertificate: // m is Running: the spec.tls the members run
 		return w.Applier.RenewCertificate(ctx, m, w.ClusterDomain, a.Credential.SecretVersion)
+	case ActCreateBackup:
+		return w.createBackup(ctx, m, a)
+	case ActPruneBackup:
+		_, err := w.prune(ctx, m, a) // the actor calls PruneBackup (carry), for the count
+		return err
 	case ActWipeMember:
 		// The claim, then the pod: the StatefulSet recreates both, the member
 		// comes back empty and initial-syncs (kube.Applier.WipeMember).

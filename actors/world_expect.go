@@ -81,6 +81,16 @@ func (w *KubeWorld) expected(m *v1alpha1.Mgors, a Action) func(kube.Reader) bool
 			s, err := r.StatefulSet(ns, m.Name)
 			return err == nil && s.UID != before
 		}
+	case ActCreateBackup:
+		return func(r kube.Reader) bool {
+			bs, err := r.Backups(ns, m.Name)
+			return err == nil && observedName(bs, a.Backup.Name) != nil
+		}
+	case ActPruneBackup:
+		return func(r kube.Reader) bool {
+			bs, err := r.Backups(ns, m.Name)
+			return err == nil && observedBackup(bs, a.Backup.UID) == nil
+		}
 	case ActExpandVolumes:
 		size, err := resource.ParseQuantity(a.Size)
 		if err != nil {

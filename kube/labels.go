@@ -17,6 +17,9 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	LabelComponent = "app.kubernetes.io/component"
 	LabelCluster   = "mgors.io/cluster"
+	// LabelSchedule names the spec.backup.schedules entry that took a
+	// MgorsBackup; only backups with it are ever pruned by the operator.
+	LabelSchedule = "mgors.io/schedule"
 )
 
 // Label values.

@@ -34,8 +34,9 @@ var Permissions = []Permission{
 	{Group: "mgors.io", Resource: "mgorses", Verbs: []string{"get", "list", "watch", "patch"},
 		Where: "Informers (list, watch), StatusWriter (get, only for a status that changed), RemoveAnnotation (patch)"},
 	{Group: "mgors.io", Resource: "mgorses/status", Verbs: []string{"update"}, Where: "StatusWriter"},
-	{Group: "mgors.io", Resource: "mgorsbackups", Verbs: []string{"get", "list", "watch"},
-		Where: "Informers (list, watch: Backups), StatusWriter.Backup (get, the fresh read after a conflict)"},
+	{Group: "mgors.io", Resource: "mgorsbackups", Verbs: []string{"get", "list", "watch", "create", "delete"},
+		Where: "Informers (list, watch: Backups), StatusWriter.Backup (get, the fresh read after a conflict), " +
+			"CreateBackup (create, get: a schedule's backup) and DeleteBackup (delete: one its keep prunes)"},
 	{Group: "mgors.io", Resource: "mgorsbackups/status", Verbs: []string{"get", "update", "patch"},
 		Where: "StatusWriter.Backup (update), the backup runner (docs/design/backup.md)"},
 	{Group: "mgors.io", Resource: "mgorsrestores", Verbs: []string{"get", "list", "watch"},
