@@ -37,13 +37,6 @@ type archiveJob struct {
 	p      ArchiveProgress
 }
 
-// progress is the progress for the observation.
-func (a *archiveJob) progress() ArchiveProgress {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.p
-}
-
 // stop cancels the goroutine, if one runs.
 func (a *archiveJob) stop() {
 	a.mu.Lock()
