@@ -14,7 +14,7 @@ import (
 // warning), also the line `mgorsctl replay` prints. ok is false for other
 // events.
 func Announcement(e Event) (reason, message string, warning, ok bool) {
-	for _, told := range []func(Event) (string, string, bool, bool){storageAnnouncement, backupAnnouncement, restoreAnnouncement} {
+	for _, told := range []func(Event) (string, string, bool, bool){storageAnnouncement, backupAnnouncement, restoreAnnouncement, archiveAnnouncement} {
 		if reason, message, warning, ok = told(e); ok {
 			return reason, message, warning, ok
 		}

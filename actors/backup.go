@@ -46,10 +46,11 @@ type jobs struct {
 	mu      sync.Mutex
 	cancel  map[string]context.CancelFunc
 	results map[string]Event
+	archive *archiveJob // the oplog archive's goroutine (archive.go)
 }
 
 func newJobs() *jobs {
-	return &jobs{cancel: map[string]context.CancelFunc{}, results: map[string]Event{}}
+	return &jobs{cancel: map[string]context.CancelFunc{}, results: map[string]Event{}, archive: &archiveJob{}}
 }
 
 // jobDone is the end of a dump, a restore or a settling, sent by its
@@ -157,6 +158,7 @@ func (c *cluster) jobsRecorded(ctx actor.Context, events []Event) {
 		}
 	}
 	j.mu.Unlock()
+	c.archiveRecorded(ctx, events)
 	c.tendJobs(ctx, fresh)
 }
 
@@ -196,6 +198,7 @@ func writeBackupStatuses(ctx context.Context, bw BackupWorld, backups []*v1alpha
 // stop cancels every job: the actor stops for good (its Mgors deleted, or
 // given to another replica, which settles them).
 func (j *jobs) stop() {
+	j.archive.stop()
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	for _, cancel := range j.cancel {

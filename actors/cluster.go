@@ -359,6 +359,7 @@ func (c *cluster) onObserved(ctx actor.Context, msg observed) {
 	if obs.At.IsZero() {
 		obs.At = c.deps.now() // the schedules' next fire in the status counts from it
 	}
+	c.tendArchive(&obs)
 	c.lastObs = &obs
 	if c.deps.Metrics != nil {
 		h := healthOf(obs)
@@ -507,7 +508,7 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 	}
 	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
 	backups, restores := c.lastObs.Backups, c.lastObs.Restores
-	wantBackups, wantRestores := BackupStatuses(c.state, backups), RestoreStatuses(c.state, *c.lastObs)
+	wantBackups, wantRestores := BackupStatuses(c.state, backups, ArchiveCoverFor(c.state, *c.lastObs, c.mgors)), RestoreStatuses(c.state, *c.lastObs)
 	bw, _ := c.deps.World.(BackupWorld)
 	rw, _ := c.deps.World.(RestoreWorld)
 	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()

@@ -154,6 +154,7 @@ func Decide(s State, in Inputs) Decision {
 	d.observeVersions()
 	d.backupResults()
 	d.restoreResults()
+	d.archiveResults()
 	if in.Mgors.Spec.Paused || d.s.InFlight != nil || d.backingOff() {
 		return d.out
 	}
@@ -167,7 +168,7 @@ func Decide(s State, in Inputs) Decision {
 		return d.out
 	}
 	d.restoreStart() // before a backup: a restore is the urgent one
-	if d.backupStart() {
+	if d.backupStart() || d.archiveStart() {
 		return d.out
 	}
 	switch d.s.Phase {

@@ -116,8 +116,10 @@ func observedBackup(backups []*v1alpha1.MgorsBackup, uid string) *v1alpha1.Mgors
 // BackupStatuses are the statuses the cluster's MgorsBackups should show,
 // by name, for those whose status differs from what it shows: the state's
 // record of each one started, and Pending, with the reason, for each one
-// waiting. Pure: the status writer writes them.
-func BackupStatuses(s State, backups []*v1alpha1.MgorsBackup) map[string]v1alpha1.MgorsBackupStatus {
+// waiting. A Succeeded backup the oplog archive covers (cover, at most one:
+// ArchiveCoverFor) restores up to the archive's end. Pure: the status
+// writer writes them.
+func BackupStatuses(s State, backups []*v1alpha1.MgorsBackup, cover ...ArchiveCover) map[string]v1alpha1.MgorsBackupStatus {
 	out := map[string]v1alpha1.MgorsBackupStatus{}
 	waiting := runningBackup(s) != nil
 	for _, b := range backups {
@@ -128,9 +130,14 @@ func BackupStatuses(s State, backups []*v1alpha1.MgorsBackup) map[string]v1alpha
 			switch b.Status.Phase {
 			case "", v1alpha1.BackupPending:
 				st = v1alpha1.MgorsBackupStatus{Phase: v1alpha1.BackupPending, Message: pendingReason(s, waiting), ObservedGeneration: b.Generation}
+			case v1alpha1.BackupSucceeded:
+				st = b.Status // ended before this log knew it: only its range may grow
 			default:
 				continue // ended before this log knew it: left as it is
 			}
+		}
+		for _, c := range cover {
+			coveredRange(&st, b.Spec.Store, c)
 		}
 		if !sameBackupStatus(b.Status, st) {
 			out[b.Name] = st

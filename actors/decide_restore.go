@@ -88,7 +88,7 @@ func restoreRefused(r *v1alpha1.MgorsRestore, b *v1alpha1.MgorsBackup) string {
 	case b.Status.Prefix == "":
 		return fmt.Sprintf("spec.backup: the MgorsBackup %s shows no prefix in its status", b.Name)
 	case r.Spec.PointInTime != nil && b.Status.End != nil && b.Status.End.Time != nil &&
-		r.Spec.PointInTime.Time.Before(b.Status.End.Time.Time.Truncate(time.Second)):
+		r.Spec.PointInTime.Time.Before(b.Status.End.Time.Truncate(time.Second)):
 		return fmt.Sprintf("spec.pointInTime %s is before the end of the backup %s (%s): name an earlier backup",
 			r.Spec.PointInTime.UTC().Format(time.RFC3339), b.Name, b.Status.End.Time.UTC().Format(time.RFC3339))
 	}

@@ -98,6 +98,9 @@ type Observation struct {
 	Restores       []*v1alpha1.MgorsRestore
 	RestoresRead   bool
 	RestoreBackups map[string]*v1alpha1.MgorsBackup
+	// Archive is the oplog archive goroutine's progress, put in by the
+	// actor, not the World (archive.go, decide_archive.go).
+	Archive ArchiveProgress
 	// KeyfileKeys are the fingerprints of the keyfile Secret's keys, in
 	// order (kube.KeyFingerprint); nil when it could not be read.
 	KeyfileKeys []string

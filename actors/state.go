@@ -150,6 +150,8 @@ type State struct {
 	// Restores are the restores into this cluster, the running ones and
 	// the last ended ones (decide_restore.go), oldest first.
 	Restores []RestoreRun `json:"restores,omitempty"`
+	// Archive is the oplog archive's last run (decide_archive.go).
+	Archive *ArchiveRun `json:"archive,omitempty"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and
@@ -176,6 +178,7 @@ func Evolve(s State, seq int64, at time.Time, e Event) State {
 	s = foldExternal(s, e)
 	s = foldBackup(s, at, e)
 	s = foldRestore(s, at, e)
+	s = foldArchive(s, at, e)
 	switch e := e.(type) {
 	case SpecObserved:
 		s.Generation, s.Members, s.Paused = e.Generation, e.Members, e.Paused

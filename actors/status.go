@@ -154,6 +154,7 @@ func StatusFor(s State, o Observation, m *v1alpha1.Mgors, store, clusterDomain s
 		cond(v1alpha1.ConditionPaused, false, "NotPaused", "the operator manages the cluster")
 	}
 	sort.Slice(st.Conditions, func(i, j int) bool { return st.Conditions[i].Type < st.Conditions[j].Type })
+	st.Backup = withArchive(st.Backup, s, o, m)
 	return st
 }
 

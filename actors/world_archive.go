@@ -1,0 +1,65 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
+	"github.com/mgors/operator/mongo/backup"
+)
+
+var _ ArchiveWorld = (*KubeWorld)(nil)
+
+// Archive implements ArchiveWorld: a backup.Archiver on run.Member, over a
+// connection of its own, into spec.backup.store (its Secret read now, kept
+// nowhere else).
+func (w *KubeWorld) Archive(ctx context.Context, m *v1alpha1.Mgors, run ArchiveStarted, auth Auth, progress func(backup.Position)) error {
+	spec := pointInTime(m)
+	if spec == nil {
+		return errors.New("spec.backup.pointInTime is not enabled")
+	}
+	// The store of spec.backup, read as a MgorsBackup's in the Mgors's namespace.
+	st, err := w.backupStore(ctx, &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: m.Name, Store: spec.Store}})
+	if err != nil {
+		return fmt.Errorf("spec.backup.store: %w", err)
+	}
+	opts, _, err := w.memberOptions(ctx, m, auth)
+	if err != nil {
+		return err
+	}
+	dc, err := mongo.Open(opts, run.Member)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", run.Member, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.Background(), mongo.DefaultTimeout)
+		defer cancel()
+		_ = dc.Disconnect(dctx)
+	}()
+	every := time.Duration(spec.PointInTime.ChunkSeconds) * time.Second
+	if every <= 0 {
+		every = time.Minute
+	}
+	a := backup.NewArchiver(dc, run.Member, st, run.From, backup.ArchiveOptions{Prefix: run.Prefix, ChunkEvery: every, Log: w.Mongo.Log})
+	if err := a.Resume(ctx); err != nil {
+		return err
+	}
+	progress(a.Last())
+	for {
+		if _, err := a.ArchiveOnce(ctx); err != nil {
+			return err
+		}
+		progress(a.Last())
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(every):
+		}
+	}
+}
