@@ -162,25 +162,6 @@ type cluster struct {
 	jobs   *jobs         // shared with the producer, as latest (backup.go)
 }
 
-// statusWriter orders the status writes of a cluster, which run off the
-// mailbox: each write is numbered when the actor computes it, and one
-// started after a newer one is dropped, so a slow old write never
-// overwrites a newer status (it would stay until the next change, which a
-// quiet Healthy cluster may not have for a minute).
-type statusWriter struct {
-	mu      sync.Mutex // held during a write: writes never overlap
-	next    uint64     // the number of the last status computed
-	written uint64     // the number of the last status sent
-}
-
-// number numbers a status as it is computed, in the actor.
-func (w *statusWriter) number() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.next++
-	return w.next
-}
-
 // latestSpec is the newest Mgors an actor was sent, kept outside the actor so
 // that the incarnation a supervisor restart produces starts from it.
 type latestSpec struct {
@@ -500,45 +481,6 @@ func (c *cluster) idle(ctx actor.Context, wrote bool) {
 		c.soonAt = now.Add(d)
 		scheduler.NewTimerScheduler(ctx).SendOnce(d, ctx.Self(), soon{at: c.soonAt})
 	}
-}
-
-func (c *cluster) writeStatus(ctx actor.Context) {
-	if c.lastObs == nil {
-		return
-	}
-	st := StatusFor(c.state, *c.lastObs, c.mgors, c.deps.Store.Name(), c.deps.ClusterDomain)
-	backups, restores := c.lastObs.Backups, c.lastObs.Restores
-	wantBackups, wantRestores := BackupStatuses(c.state, backups, ArchiveCoverFor(c.state, *c.lastObs, c.mgors)), RestoreStatuses(c.state, *c.lastObs)
-	bw, _ := c.deps.World.(BackupWorld)
-	rw, _ := c.deps.World.(RestoreWorld)
-	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()
-	go func() {
-		defer recoverIn(log, "writing status")
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if n < w.written {
-			return // a newer status was sent already
-		}
-		w.written = n
-		if deps.mayWrite() != nil {
-			return // the fence stops the actor at its next append or action
-		}
-		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
-		defer cancel()
-		if err := deps.World.WriteStatus(sctx, m, st); err != nil {
-			log.Warn().Err(err).Msg("writing status failed; it is written again after the next change")
-		}
-		if bw != nil && len(wantBackups) > 0 {
-			if err := writeBackupStatuses(sctx, bw, backups, wantBackups); err != nil {
-				log.Warn().Err(err).Msg("writing a backup's status failed; it is written again after the next change")
-			}
-		}
-		if rw != nil && len(wantRestores) > 0 {
-			if err := writeRestoreStatuses(sctx, rw, restores, wantRestores); err != nil {
-				log.Warn().Err(err).Msg("writing a restore's status failed; it is written again after the next change")
-			}
-		}
-	}()
 }
 
 func (c *cluster) maybeSnapshot(ctx actor.Context) {

@@ -21,7 +21,7 @@ import (
 )
 
 // Texts are what the operator wrote that a person or another program can
-// read, by source ("operator/POD", "events", "eventlog/NS/NAME", "status/NS/NAME", "backup/NS/NAME").
+// read, by source ("operator/POD", "events", "eventlog/NS/NAME", "status/NS/NAME", "backup/NS/NAME", "restore/NS/NAME").
 type Texts map[string]string
 
 // callTimeout bounds each API call of Collect.
@@ -145,6 +145,14 @@ func Collect(ctx context.Context, kc kubernetes.Interface, mc client.Interface, 
 	for _, b := range backups.Items {
 		st, _ := json.Marshal(b.Status)
 		t["backup/"+namespace+"/"+b.Name] = string(st)
+	}
+	restores, err := mc.MgorsRestores(namespace).List(lctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing MgorsRestores: %w", err)
+	}
+	for _, r := range restores.Items {
+		st, _ := json.Marshal(r.Status)
+		t["restore/"+namespace+"/"+r.Name] = string(st)
 	}
 	return t, nil
 }
