@@ -86,14 +86,14 @@ func foldBackup(s State, at time.Time, e Event) State {
 	s = foldSchedule(s, at, e)
 	switch e := e.(type) {
 	case BackupStarted:
-		s.Backups = append(pruneBackups(s.Backups), BackupRun{BackupStarted: e, At: at})
+		s.Backups = append(pruneRuns(s.Backups), BackupRun{BackupStarted: e, At: at})
 	case BackupCompleted:
-		s.Backups = endBackup(s.Backups, e.UID, func(r *BackupRun) { c := e; r.Completed = &c })
+		s.Backups = endRun(s.Backups, e.UID, func(r *BackupRun) { c := e; r.Completed = &c })
 	case BackupFailed:
-		if !hasBackup(s.Backups, e.UID) { // one the log never started (a status left by another incarnation)
-			s.Backups = append(pruneBackups(s.Backups), BackupRun{BackupStarted: BackupStarted{Backup: e.Backup, UID: e.UID}, At: at})
+		if s.backupRun(e.UID) == nil { // one the log never started (a status left by another incarnation)
+			s.Backups = append(pruneRuns(s.Backups), BackupRun{BackupStarted: BackupStarted{Backup: e.Backup, UID: e.UID}, At: at})
 		}
-		s.Backups = endBackup(s.Backups, e.UID, func(r *BackupRun) { r.Failed = e.Reason })
+		s.Backups = endRun(s.Backups, e.UID, func(r *BackupRun) { r.Failed = e.Reason })
 	case ActionFinished:
 		if e.Action == ActGrantBackupRole && s.InFlight != nil && s.InFlight.Action == e.Action {
 			s.BackupRole = true
@@ -106,37 +106,37 @@ func foldBackup(s State, at time.Time, e Event) State {
 	return s
 }
 
-func hasBackup(runs []BackupRun, uid string) bool {
-	for _, r := range runs {
-		if r.UID == uid {
-			return true
-		}
-	}
-	return false
+// jobRun is a BackupRun or a RestoreRun, for the folds they share.
+type jobRun interface {
+	Running() bool
+	id() string
 }
 
-// endBackup applies end to the run of uid, in a copy of runs (states share
-// nothing).
-func endBackup(runs []BackupRun, uid string, end func(*BackupRun)) []BackupRun {
-	out := append([]BackupRun(nil), runs...)
+func (r BackupRun) id() string  { return r.UID }
+func (r RestoreRun) id() string { return r.UID }
+
+// endRun applies end to the running run of uid, in a copy of runs (states
+// share nothing).
+func endRun[R jobRun](runs []R, uid string, end func(*R)) []R {
+	out := append([]R(nil), runs...)
 	for i := range out {
-		if out[i].UID == uid && out[i].Running() {
+		if out[i].id() == uid && out[i].Running() {
 			end(&out[i])
 		}
 	}
 	return out
 }
 
-// pruneBackups drops the oldest ended runs beyond keptBackups-1, in a copy,
+// pruneRuns drops the oldest ended runs beyond keptBackups-1, in a copy,
 // leaving room for one more.
-func pruneBackups(runs []BackupRun) []BackupRun {
+func pruneRuns[R jobRun](runs []R) []R {
 	ended := 0
 	for _, r := range runs {
 		if !r.Running() {
 			ended++
 		}
 	}
-	out := make([]BackupRun, 0, len(runs)+1)
+	out := make([]R, 0, len(runs)+1)
 	for _, r := range runs {
 		if !r.Running() && ended >= keptBackups {
 			ended--

@@ -73,45 +73,16 @@ func (r RestoreRun) Running() bool { return r.Completed == nil && r.Failed == ""
 func foldRestore(s State, at time.Time, e Event) State {
 	switch e := e.(type) {
 	case RestoreStarted:
-		s.Restores = append(pruneRestores(s.Restores), RestoreRun{RestoreStarted: e, At: at})
+		s.Restores = append(pruneRuns(s.Restores), RestoreRun{RestoreStarted: e, At: at})
 	case RestoreCompleted:
-		s.Restores = endRestore(s.Restores, e.UID, func(r *RestoreRun) { c := e; r.Completed = &c })
+		s.Restores = endRun(s.Restores, e.UID, func(r *RestoreRun) { c := e; r.Completed = &c })
 	case RestoreFailed:
 		if s.restoreRun(e.UID) == nil { // one refused before it started, or left by another incarnation
-			s.Restores = append(pruneRestores(s.Restores), RestoreRun{RestoreStarted: RestoreStarted{Restore: e.Restore, UID: e.UID}, At: at})
+			s.Restores = append(pruneRuns(s.Restores), RestoreRun{RestoreStarted: RestoreStarted{Restore: e.Restore, UID: e.UID}, At: at})
 		}
-		s.Restores = endRestore(s.Restores, e.UID, func(r *RestoreRun) { r.Failed = e.Reason })
+		s.Restores = endRun(s.Restores, e.UID, func(r *RestoreRun) { r.Failed = e.Reason })
 	}
 	return s
-}
-
-func endRestore(runs []RestoreRun, uid string, end func(*RestoreRun)) []RestoreRun {
-	out := append([]RestoreRun(nil), runs...)
-	for i := range out {
-		if out[i].UID == uid && out[i].Running() {
-			end(&out[i])
-		}
-	}
-	return out
-}
-
-// pruneRestores drops the oldest ended runs beyond keptBackups-1, in a copy.
-func pruneRestores(runs []RestoreRun) []RestoreRun {
-	ended := 0
-	for _, r := range runs {
-		if !r.Running() {
-			ended++
-		}
-	}
-	out := make([]RestoreRun, 0, len(runs)+1)
-	for _, r := range runs {
-		if !r.Running() && ended >= keptBackups {
-			ended--
-			continue
-		}
-		out = append(out, r)
-	}
-	return out
 }
 
 // restoreRun is the run of uid in the state, nil when none.

@@ -9,7 +9,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
-	"github.com/mgors/operator/mongo"
 	"github.com/mgors/operator/mongo/backup"
 )
 
@@ -29,19 +28,11 @@ func (w *KubeWorld) Archive(ctx context.Context, m *v1alpha1.Mgors, run ArchiveS
 	if err != nil {
 		return fmt.Errorf("spec.backup.store: %w", err)
 	}
-	opts, _, err := w.memberOptions(ctx, m, auth)
+	dc, closeDC, err := w.openMember(ctx, m, auth, run.Member)
 	if err != nil {
 		return err
 	}
-	dc, err := mongo.Open(opts, run.Member)
-	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", run.Member, err)
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), mongo.DefaultTimeout)
-		defer cancel()
-		_ = dc.Disconnect(dctx)
-	}()
+	defer closeDC()
 	every := time.Duration(spec.PointInTime.ChunkSeconds) * time.Second
 	if every <= 0 {
 		every = time.Minute

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	driver "go.mongodb.org/mongo-driver/v2/mongo"
+
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
 	"github.com/mgors/operator/mongo/backup"
@@ -32,19 +34,11 @@ func (w *KubeWorld) Backup(ctx context.Context, m *v1alpha1.Mgors, b *v1alpha1.M
 	if err != nil {
 		return failed(err)
 	}
-	opts, _, err := w.memberOptions(ctx, m, auth)
+	dc, closeDC, err := w.openMember(ctx, m, auth, run.Member)
 	if err != nil {
 		return failed(err)
 	}
-	dc, err := mongo.Open(opts, run.Member)
-	if err != nil {
-		return failed(fmt.Errorf("connecting to %s: %w", run.Member, err))
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), mongo.DefaultTimeout)
-		defer cancel()
-		_ = dc.Disconnect(dctx)
-	}()
+	defer closeDC()
 	man, err := backup.Dump(ctx, dc, run.Member, st, backup.Options{Cluster: m.Namespace + "/" + m.Name, Prefix: run.Prefix, Log: w.Mongo.Log})
 	if err != nil {
 		return failed(err)
@@ -82,19 +76,11 @@ func (w *KubeWorld) BackupEvent(b *v1alpha1.MgorsBackup, warning bool, reason, m
 // grantBackupRole grants the operator's own user mongo.BackupRole on the
 // primary (ActGrantBackupRole), through a connection of its own.
 func (w *KubeWorld) grantBackupRole(ctx context.Context, m *v1alpha1.Mgors, a Action) error {
-	opts, _, err := w.memberOptions(ctx, m, a.Auth)
+	dc, closeDC, err := w.openMember(ctx, m, a.Auth, a.Host)
 	if err != nil {
 		return err
 	}
-	dc, err := mongo.Open(opts, a.Host)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), mongo.DefaultTimeout)
-		defer cancel()
-		_ = dc.Disconnect(dctx)
-	}()
+	defer closeDC()
 	return mongo.GrantRoles(ctx, dc, mongo.OperatorUser, []mongo.Role{mongo.BackupRole})
 }
 
@@ -119,4 +105,23 @@ func (w *KubeWorld) backupStore(ctx context.Context, b *v1alpha1.MgorsBackup) (*
 		return nil, err
 	}
 	return store.New(cfg)
+}
+
+// openMember is a connection of its own to host, authenticated as auth
+// (mongo.Open with the cluster's credentials and TLS), for a long read or a
+// one-off command, and the function that closes it.
+func (w *KubeWorld) openMember(ctx context.Context, m *v1alpha1.Mgors, auth Auth, host string) (*driver.Client, func(), error) {
+	opts, _, err := w.memberOptions(ctx, m, auth)
+	if err != nil {
+		return nil, nil, err
+	}
+	dc, err := mongo.Open(opts, host)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connecting to %s: %w", host, err)
+	}
+	return dc, func() {
+		dctx, cancel := context.WithTimeout(context.Background(), mongo.DefaultTimeout)
+		defer cancel()
+		_ = dc.Disconnect(dctx)
+	}, nil
 }

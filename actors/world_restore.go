@@ -8,7 +8,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
-	"github.com/mgors/operator/mongo"
 	"github.com/mgors/operator/mongo/backup"
 )
 
@@ -52,19 +51,11 @@ func (w *KubeWorld) Restore(ctx context.Context, m *v1alpha1.Mgors, b *v1alpha1.
 	if err != nil {
 		return failed(err)
 	}
-	opts, _, err := w.memberOptions(ctx, m, AuthKeyfile)
+	dc, closeDC, err := w.openMember(ctx, m, AuthKeyfile, run.Member)
 	if err != nil {
 		return failed(err)
 	}
-	dc, err := mongo.Open(opts, run.Member)
-	if err != nil {
-		return failed(fmt.Errorf("connecting to %s: %w", run.Member, err))
-	}
-	defer func() {
-		dctx, cancel := context.WithTimeout(context.Background(), mongo.DefaultTimeout)
-		defer cancel()
-		_ = dc.Disconnect(dctx)
-	}()
+	defer closeDC()
 	ropts := backup.RestoreOptions{Log: w.Mongo.Log}
 	var res *backup.Result
 	if run.PointInTime.IsZero() {

@@ -111,81 +111,64 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 // incarnation of the name, another UID). Every call is bounded by ctx and
 // the writer's Timeout; b is never modified.
 func (w *StatusWriter) Backup(ctx context.Context, b *v1alpha1.MgorsBackup, st v1alpha1.MgorsBackupStatus) error {
-	if equality.Semantic.DeepEqual(b.Status, st) {
-		return nil
-	}
-	c := w.Client.MgorsBackups(b.Namespace)
-	timeout := w.Timeout
-	if timeout <= 0 {
-		timeout = DefaultCallTimeout
-	}
-	write := func(cur *v1alpha1.MgorsBackup) error {
-		next := cur.DeepCopy()
-		next.Status = *st.DeepCopy()
-		uctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
-		_, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{})
-		return err
-	}
-	err := write(b)
-	if apierrors.IsConflict(err) {
-		gctx, cancel := context.WithTimeout(ctx, timeout)
-		cur, gerr := c.Get(gctx, b.Name, metav1.GetOptions{})
-		cancel()
-		switch {
-		case gerr != nil:
-			err = gerr
-		case b.UID != "" && cur.UID != b.UID:
-			return nil // another backup of the same name: not ours to report on
-		case equality.Semantic.DeepEqual(cur.Status, st):
-			return nil
-		default:
-			err = write(cur)
-		}
-	}
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("writing the status of MgorsBackup %s/%s: %w", b.Namespace, b.Name, err)
-	}
-	return nil
+	return writeStatusOf(ctx, w.timeout(), w.Client.MgorsBackups(b.Namespace), b, v1alpha1.BackupKind,
+		func(x *v1alpha1.MgorsBackup) any { return x.Status }, st,
+		func(x *v1alpha1.MgorsBackup) *v1alpha1.MgorsBackup {
+			n := x.DeepCopy()
+			n.Status = *st.DeepCopy()
+			return n
+		})
 }
 
 // Restore writes st as the status of the MgorsRestore r (a copy the caller
-// read, from the cache or the API), as Backup does for a MgorsBackup: nothing
-// when st equals r.Status semantically, else an update of the status
-// subresource; a restore gone is no error; on a conflict one write of st over
-// a fresh read (nothing when it holds st or is another UID). Every call is
-// bounded by ctx and the writer's Timeout; r is never modified.
+// read, from the cache or the API), as Backup does for a MgorsBackup.
 func (w *StatusWriter) Restore(ctx context.Context, r *v1alpha1.MgorsRestore, st v1alpha1.MgorsRestoreStatus) error {
-	if equality.Semantic.DeepEqual(r.Status, st) {
+	return writeStatusOf(ctx, w.timeout(), w.Client.MgorsRestores(r.Namespace), r, v1alpha1.RestoreKind,
+		func(x *v1alpha1.MgorsRestore) any { return x.Status }, st,
+		func(x *v1alpha1.MgorsRestore) *v1alpha1.MgorsRestore {
+			n := x.DeepCopy()
+			n.Status = *st.DeepCopy()
+			return n
+		})
+}
+
+func (w *StatusWriter) timeout() time.Duration {
+	if w.Timeout <= 0 {
+		return DefaultCallTimeout
+	}
+	return w.Timeout
+}
+
+// statusClient is what writeStatusOf needs of a typed client.
+type statusClient[T metav1.Object] interface {
+	UpdateStatus(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+}
+
+// writeStatusOf writes want as obj's status (statusOf reads one, with
+// copies obj with want as its status), as StatusWriter.Backup says.
+func writeStatusOf[T metav1.Object](ctx context.Context, timeout time.Duration, c statusClient[T], obj T, kind string,
+	statusOf func(T) any, want any, with func(T) T) error {
+	if equality.Semantic.DeepEqual(statusOf(obj), want) {
 		return nil
 	}
-	c := w.Client.MgorsRestores(r.Namespace)
-	timeout := w.Timeout
-	if timeout <= 0 {
-		timeout = DefaultCallTimeout
-	}
-	write := func(cur *v1alpha1.MgorsRestore) error {
-		next := cur.DeepCopy()
-		next.Status = *st.DeepCopy()
+	write := func(cur T) error {
 		uctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		_, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{})
+		_, err := c.UpdateStatus(uctx, with(cur), metav1.UpdateOptions{})
 		return err
 	}
-	err := write(r)
+	err := write(obj)
 	if apierrors.IsConflict(err) {
 		gctx, cancel := context.WithTimeout(ctx, timeout)
-		cur, gerr := c.Get(gctx, r.Name, metav1.GetOptions{})
+		cur, gerr := c.Get(gctx, obj.GetName(), metav1.GetOptions{})
 		cancel()
 		switch {
 		case gerr != nil:
 			err = gerr
-		case r.UID != "" && cur.UID != r.UID:
-			return nil // another restore of the same name: not ours to report on
-		case equality.Semantic.DeepEqual(cur.Status, st):
+		case obj.GetUID() != "" && cur.GetUID() != obj.GetUID():
+			return nil // another object of the same name: not ours to report on
+		case equality.Semantic.DeepEqual(statusOf(cur), want):
 			return nil
 		default:
 			err = write(cur)
@@ -195,7 +178,7 @@ func (w *StatusWriter) Restore(ctx context.Context, r *v1alpha1.MgorsRestore, st
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("writing the status of MgorsRestore %s/%s: %w", r.Namespace, r.Name, err)
+		return fmt.Errorf("writing the status of %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }
