@@ -79,6 +79,10 @@ type MemberSample struct {
 	ReplicaSetID  string `json:"replicaSetId,omitempty"`
 	ConfigVersion int64  `json:"configVersion,omitempty"`
 	ConfigTerm    int64  `json:"configTerm,omitempty"`
+	// ConfigErr is why replSetGetConfig failed on a member that answered
+	// hello ("" when it was read): NotYetInitialized on a member without a
+	// config, or a timeout, which says nothing of the config.
+	ConfigErr string `json:"configErr,omitempty"`
 }
 
 // PhaseSample is one look at a Mgors object's status.

@@ -179,7 +179,9 @@ func lookAt(ctx context.Context, c *mongo.Client, t *target, host string) Member
 		s.Term = st.Term
 	}
 	var cfg configReply
-	if err := admin.RunCommand(cctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&cfg); err == nil {
+	if err := admin.RunCommand(cctx, bson.D{{Key: "replSetGetConfig", Value: 1}}).Decode(&cfg); err != nil {
+		s.ConfigErr = err.Error()
+	} else {
 		s.ConfigVersion, s.ConfigTerm = cfg.Config.Version, cfg.Config.Term
 		if !cfg.Config.Settings.ReplicaSetID.IsZero() {
 			s.ReplicaSetID = cfg.Config.Settings.ReplicaSetID.Hex()

@@ -201,9 +201,16 @@ func (wr *wholeRestart) judge(t *testing.T, recs []writtenRecord, h *chaos.Histo
 			t.Errorf("whole set restarted: VolumesLost at seq %d with every volume kept", r.Seq)
 		}
 	}
+	// Each member's last sample after Healthy whose config was read, or
+	// that says it has none. A replSetGetConfig that failed otherwise (a
+	// timeout on a loaded machine) says nothing of the config; the sampler
+	// used to leave such a sample looking like a member without one (CI at
+	// 4e80144: "answers replicaSetId  config 0", while the member's own log
+	// shows it in config 1 throughout).
 	seen := map[string]chaos.MemberSample{}
 	for _, m := range h.Members {
-		if m.Cluster == key && m.Error == "" && !m.At.Before(wr.healthy) {
+		known := m.ConfigErr == "" || strings.Contains(m.ConfigErr, "NotYetInitialized")
+		if m.Cluster == key && m.Error == "" && known && !m.At.Before(wr.healthy) {
 			seen[m.Member] = m
 		}
 	}
@@ -212,7 +219,7 @@ func (wr *wholeRestart) judge(t *testing.T, recs []writtenRecord, h *chaos.Histo
 	}
 	for host, m := range seen {
 		if m.ReplicaSetID != wr.setID || m.ConfigVersion < wr.version {
-			t.Errorf("whole set restarted: %s answers replicaSetId %s config %d; before: %s config %d", host, m.ReplicaSetID, m.ConfigVersion, wr.setID, wr.version)
+			t.Errorf("whole set restarted: %s answers replicaSetId %q config %d (%s); before: %s config %d", host, m.ReplicaSetID, m.ConfigVersion, m.ConfigErr, wr.setID, wr.version)
 		}
 	}
 	var phases []string
