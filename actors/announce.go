@@ -115,6 +115,7 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 			reason = msg
 			c.deps.World.Event(c.mgors, warning, why, msg)
 			c.announceBackup(e)
+			c.announceRestore(e)
 		}
 	}
 	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})

@@ -220,17 +220,27 @@ func (c *cluster) announceBackup(e Event) {
 	if !ok || !told || c.lastObs == nil {
 		return
 	}
-	uid := ""
-	switch e := e.(type) {
-	case BackupStarted:
-		uid = e.UID
-	case BackupCompleted:
-		uid = e.UID
-	case BackupFailed:
-		uid = e.UID
-	}
-	if b := observedBackup(c.lastObs.Backups, uid); b != nil {
+	if b := observedBackup(c.lastObs.Backups, jobUID(e)); b != nil {
 		bw.BackupEvent(b, warning, reason, message)
 	}
-	c.announceRestore(e)
+}
+
+// jobUID is the UID of the MgorsBackup or MgorsRestore a backup or restore
+// event is about, "" for any other event.
+func jobUID(e Event) string {
+	switch e := e.(type) {
+	case BackupStarted:
+		return e.UID
+	case BackupCompleted:
+		return e.UID
+	case BackupFailed:
+		return e.UID
+	case RestoreStarted:
+		return e.UID
+	case RestoreCompleted:
+		return e.UID
+	case RestoreFailed:
+		return e.UID
+	}
+	return ""
 }

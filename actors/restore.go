@@ -77,16 +77,7 @@ func (c *cluster) announceRestore(e Event) {
 	if !ok || !told || c.lastObs == nil {
 		return
 	}
-	uid := ""
-	switch e := e.(type) {
-	case RestoreStarted:
-		uid = e.UID
-	case RestoreCompleted:
-		uid = e.UID
-	case RestoreFailed:
-		uid = e.UID
-	}
-	if r := observedRestore(c.lastObs.Restores, uid); r != nil {
+	if r := observedRestore(c.lastObs.Restores, jobUID(e)); r != nil {
 		rw.RestoreEvent(r, warning, reason, message)
 	}
 }
