@@ -153,13 +153,19 @@ func (d *Dispatcher) ownedHandler(what string) cache.ResourceEventHandler {
 		}
 		d.Send(actors.OwnedChanged{Namespace: o.GetNamespace(), Cluster: cluster, What: what + " " + o.GetName()})
 	}
+	return onChange(send)
+}
+
+// onChange calls send for each add, delete, and update that is not a
+// resync (the same resourceVersion again: nothing changed).
+func onChange(send func(obj any)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: send,
 		UpdateFunc: func(oldObj, newObj any) {
 			o, ok1 := oldObj.(metav1.Object)
 			n, ok2 := newObj.(metav1.Object)
 			if ok1 && ok2 && o.GetResourceVersion() == n.GetResourceVersion() {
-				return // a resync: nothing changed
+				return
 			}
 			send(newObj)
 		},
@@ -187,18 +193,7 @@ func (d *Dispatcher) backupHandler() cache.ResourceEventHandler {
 			}
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { send(obj) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1alpha1.MgorsBackup)
-			n, ok2 := newObj.(*v1alpha1.MgorsBackup)
-			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
-				return // a resync: nothing changed
-			}
-			send(newObj)
-		},
-		DeleteFunc: send,
-	}
+	return onChange(send)
 }
 
 // restoresOf are the MgorsRestores of namespace whose spec.backup is backup,
@@ -239,18 +234,7 @@ func (d *Dispatcher) restoreHandler() cache.ResourceEventHandler {
 		}
 		d.Send(restoreChanged(r))
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) { send(obj) },
-		UpdateFunc: func(oldObj, newObj any) {
-			o, ok1 := oldObj.(*v1alpha1.MgorsRestore)
-			n, ok2 := newObj.(*v1alpha1.MgorsRestore)
-			if ok1 && ok2 && o.ResourceVersion == n.ResourceVersion {
-				return // a resync: nothing changed
-			}
-			send(newObj)
-		},
-		DeleteFunc: send,
-	}
+	return onChange(send)
 }
 
 // Cluster is the name of the Mgors that owns obj, from its controller owner
