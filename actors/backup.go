@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -178,18 +177,19 @@ func (c *cluster) tendJobs(ctx actor.Context, fresh map[string]bool) {
 	c.tendRestores(ctx, fresh)
 }
 
-// writeBackupStatuses writes the statuses of the cluster's MgorsBackups
-// that differ from the state's (BackupStatuses); called from the status
-// writer's goroutine, after the Mgors status.
-func writeBackupStatuses(ctx context.Context, bw BackupWorld, backups []*v1alpha1.MgorsBackup, want map[string]v1alpha1.MgorsBackupStatus) error {
+// writeStatuses writes, with write, the status want names for each of objs
+// (MgorsBackups or MgorsRestores) that has one; from the status writer's
+// goroutine. The first error is returned, every write tried.
+func writeStatuses[O interface{ GetName() string }, S any](ctx context.Context, objs []O, want map[string]S,
+	write func(context.Context, O, S) error) error {
 	var firstErr error
-	for _, b := range backups {
-		st, ok := want[b.Name]
+	for _, o := range objs {
+		st, ok := want[o.GetName()]
 		if !ok {
 			continue
 		}
-		if err := bw.WriteBackupStatus(ctx, b, st); err != nil && firstErr == nil {
-			firstErr = fmt.Errorf("the status of MgorsBackup %s: %w", b.Name, err)
+		if err := write(ctx, o, st); err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	return firstErr

@@ -81,20 +81,3 @@ func (c *cluster) announceRestore(e Event) {
 		rw.RestoreEvent(r, warning, reason, message)
 	}
 }
-
-// writeRestoreStatuses writes the statuses of the cluster's MgorsRestores
-// that differ from the state's (RestoreStatuses), from the status writer's
-// goroutine.
-func writeRestoreStatuses(ctx context.Context, rw RestoreWorld, restores []*v1alpha1.MgorsRestore, want map[string]v1alpha1.MgorsRestoreStatus) error {
-	var firstErr error
-	for _, r := range restores {
-		st, ok := want[r.Name]
-		if !ok {
-			continue
-		}
-		if err := rw.WriteRestoreStatus(ctx, r, st); err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
-	return firstErr
-}

@@ -56,12 +56,12 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 			log.Warn().Err(err).Msg("writing status failed; it is written again after the next change")
 		}
 		if bw != nil && len(wantBackups) > 0 {
-			if err := writeBackupStatuses(sctx, bw, backups, wantBackups); err != nil {
+			if err := writeStatuses(sctx, backups, wantBackups, bw.WriteBackupStatus); err != nil {
 				log.Warn().Err(err).Msg("writing a backup's status failed; it is written again after the next change")
 			}
 		}
 		if rw != nil && len(wantRestores) > 0 {
-			if err := writeRestoreStatuses(sctx, rw, restores, wantRestores); err != nil {
+			if err := writeStatuses(sctx, restores, wantRestores, rw.WriteRestoreStatus); err != nil {
 				log.Warn().Err(err).Msg("writing a restore's status failed; it is written again after the next change")
 			}
 		}
