@@ -7,6 +7,7 @@ import (
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
+	"github.com/mgors/operator/mongo/backup"
 )
 
 // Action is one thing a Cluster actor does to the world, carried out only after
@@ -45,6 +46,8 @@ type Action struct {
 	// writes and the fingerprints of the old and new keys (To "" at step 1).
 	Step     int
 	From, To string
+	// Through is where a PruneArchive deletes the archive's chunks through.
+	Through backup.Position
 }
 
 // Decision is what Decide returns: events to persist, in order, and at most one
@@ -142,7 +145,9 @@ func (d *decider) phase(to v1alpha1.Phase, reason string) {
 //     (decide_cert.go), and each step's roll ends in Recovering like a TLS
 //     step.
 //  7. Last, once no rule chose an action, spec.backup.schedules take their
-//     backups and prune the old ones (decide_schedule.go).
+//     backups and prune the old ones (decide_schedule.go), then the oplog
+//     archive's chunks older than every backup kept are pruned
+//     (decide_archive.go).
 func Decide(s State, in Inputs) Decision {
 	d := &decider{s: s, in: in}
 	d.spec()

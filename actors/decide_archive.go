@@ -2,6 +2,7 @@ package actors
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"time"
 
@@ -23,6 +24,9 @@ import (
 //  3. A run that ends because the archive cannot continue (ErrWindowLost,
 //     ErrDiverged) records ArchiveStopped; the archive starts again only
 //     from a backup whose Start is after the archive's end.
+//  4. While it runs, the chunks that end at or before the End of the oldest
+//     backup kept are deleted (PruneArchive, ArchivePruned), each time that
+//     End moves (pruneArchive).
 //
 // The goroutine's progress is not recorded: the actor puts it in the
 // observation (Observation.Archive), for Decide and StatusFor.
@@ -190,7 +194,10 @@ func (c ArchiveCover) covers(st v1alpha1.BackupStore, end backup.Position) bool 
 }
 
 // ArchiveCoverFor is the archive's reach as the state and the observation
-// show it (zero without spec.backup.pointInTime or an archive run).
+// show it (zero without spec.backup.pointInTime or an archive run). Until
+// this process's goroutine has read the store (after an operator restart,
+// a few seconds), it is the status.backup.archivedUntil last written: the
+// archive never shrinks by itself, and the statuses do not blink.
 func ArchiveCoverFor(s State, o Observation, m *v1alpha1.Mgors) ArchiveCover {
 	if !sameArchive(s.Archive, m) {
 		return ArchiveCover{}
@@ -202,6 +209,11 @@ func ArchiveCoverFor(s State, o Observation, m *v1alpha1.Mgors) ArchiveCover {
 		c.Until = p.Last
 	case r.Stopped != nil:
 		c.Until = r.Stopped.Last
+	case m.Status.Backup != nil && m.Status.Backup.ArchivedUntil != nil:
+		// The status holds the wall time to the second: every entry of that
+		// second counts as archived.
+		w := m.Status.Backup.ArchivedUntil.UTC()
+		c.Until = backup.Position{T: uint32(w.Unix()), I: math.MaxUint32, Wall: w}
 	}
 	if c.Until.Wall.IsZero() {
 		return ArchiveCover{}
@@ -264,4 +276,26 @@ func coveredRange(st *v1alpha1.MgorsBackupStatus, store v1alpha1.BackupStore, c 
 	if end := fromStatus(*st.End); c.covers(store, end) {
 		st.PointInTimeRange = end.Wall.UTC().Format(time.RFC3339) + ".." + c.Until.Wall.UTC().Format(time.RFC3339)
 	}
+}
+
+// pruneArchive deletes the archive's chunks no restore can use (rule 7,
+// after the schedules), while the archive runs: those ending at or before
+// the End of the oldest backup that Succeeded into spec.backup.store, once
+// that End moved past where the chunks were last pruned through. A restore starts at its
+// backup's End (backup.Coverage), so older chunks serve no backup kept; a
+// backup deleted, by hand or beyond a schedule's keep, frees its share.
+func (d *decider) pruneArchive() {
+	spec, o := pointInTime(d.in.Mgors), d.in.Obs
+	if spec == nil || !o.BackupsRead || !o.Archive.Running || o.Archive.Store != storeKey(spec.Store) ||
+		!sameArchive(d.s.Archive, d.in.Mgors) {
+		return
+	}
+	bases := succeededInto(d.s, o.Backups, spec.Store)
+	if len(bases) == 0 || !posAfter(bases[0].End, d.s.ArchivePruned) {
+		return
+	}
+	oldest := bases[0]
+	d.act(Action{Kind: ActPruneArchive, Backup: &ScheduledBackup{Name: oldest.Name}, Through: oldest.End},
+		ActionStarted{Target: oldest.Name, Reason: fmt.Sprintf(
+			"the archive's chunks ending at or before %s, the End of the oldest backup kept, serve no restore", oldest.End)})
 }

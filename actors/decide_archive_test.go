@@ -221,6 +221,15 @@ func TestArchiveRanges(t *testing.T) {
 			t.Errorf("%s: range %q, want %q", name, got, want)
 		}
 	}
+	// After an operator restart, until the new goroutine has read the store,
+	// the status last written stands: nothing blinks.
+	w.m.Status.Backup = st
+	w.obs.Archive.Last = backup.Position{}
+	if again := StatusFor(s, w.obs, w.m, "mem", "cluster.local").Backup; again == nil || again.ArchivedUntil == nil ||
+		!again.ArchivedUntil.Equal(st.ArchivedUntil) || again.PointInTimeRange != st.PointInTimeRange {
+		t.Fatalf("status.backup after a restart %+v, want %+v", again, st)
+	}
+	w.obs.Archive.Last, w.m.Status.Backup = until, nil
 	// A backup ended before this log knew it (its status Succeeded, no
 	// record) is extended too; one shown with the range already is left.
 	s.Backups = nil
@@ -237,5 +246,62 @@ func TestArchiveRanges(t *testing.T) {
 	w.m.Spec.Backup.PointInTime = nil
 	if c := ArchiveCoverFor(s, w.obs, w.m); c.Store != "" {
 		t.Fatalf("cover %+v while disabled", c)
+	}
+}
+
+// The archive's chunks are pruned through the End of the oldest backup kept,
+// once each time that End moves: after the first backup, and again when
+// the oldest backup is deleted. Nothing while the backups are unread or the
+// archive is off.
+func TestArchivePrunedBehindTheOldestBackup(t *testing.T) {
+	w := newWorld(pitrDemo()).initiated().budgeted()
+	w.m = pitrDemo()
+	s := healthyState(t, w)
+	first, second := backupOf("first", t0), backupOf("second", t0.Add(time.Hour))
+	w.obs.Backups, w.obs.BackupsRead = []*v1alpha1.MgorsBackup{second, first}, true
+	s = archivedBackup(s, first, pos(20, t0), pos(22, t0.Add(time.Minute)))
+	s = archivedBackup(s, second, pos(30, t0.Add(time.Hour)), pos(32, t0.Add(time.Hour+time.Minute)))
+	w.obs.Archive = ArchiveProgress{Able: true}
+	s = run(s, Decide(s, w.in())) // ArchiveStarted
+	if s.Archive == nil {
+		t.Fatal("the archive did not start")
+	}
+	w.obs.Archive = ArchiveProgress{Able: true, Running: true, Store: storeKey(w.m.Spec.Backup.Store), From: s.Archive.From}
+
+	prune := func(s State) *Action {
+		t.Helper()
+		d := Decide(s, w.in())
+		if d.Action == nil || d.Action.Kind != ActPruneArchive {
+			return nil
+		}
+		return d.Action
+	}
+	a := prune(s)
+	if a == nil || a.Backup.Name != "first" || a.Through != pos(22, t0.Add(time.Minute)) {
+		t.Fatalf("want the chunks pruned through first's End: %+v", a)
+	}
+	s = run(s, Decision{Events: []Event{ActionStarted{Action: ActPruneArchive, Target: "first"}}})
+	s = run(s, Decision{Events: append(Conclude(*a, nil), ArchivePruned{Backup: "first", Through: a.Through, Chunks: 3})})
+	if got := prune(s); got != nil {
+		t.Fatalf("pruned again through the same End: %+v", got)
+	}
+	if reason, msg, warn, ok := Announcement(ArchivePruned{Backup: "first", Through: a.Through, Chunks: 3}); !ok || warn ||
+		reason != "ArchivePruned" || !strings.Contains(msg, "3 chunks") || !strings.Contains(msg, "first") {
+		t.Errorf("announcement %s %q %t %t", reason, msg, warn, ok)
+	}
+
+	// first deleted: second is the oldest kept, and its End the new bound.
+	w.obs.Backups = []*v1alpha1.MgorsBackup{second}
+	if a := prune(s); a == nil || a.Backup.Name != "second" || a.Through != pos(32, t0.Add(time.Hour+time.Minute)) {
+		t.Fatalf("want the chunks pruned through second's End: %+v", a)
+	}
+	w.obs.BackupsRead = false
+	if a := prune(s); a != nil {
+		t.Fatalf("pruned with the backups unread: %+v", a)
+	}
+	w.obs.BackupsRead = true
+	w.m.Spec.Backup.PointInTime.Enabled = false
+	if a := prune(s); a != nil {
+		t.Fatalf("pruned with the archive off: %+v", a)
 	}
 }

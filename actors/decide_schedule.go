@@ -112,8 +112,8 @@ func (d *decider) schedules() {
 	if d.out.Action != nil || d.in.Now.Before(d.s.Schedules.FailedAt.Add(scheduleRetry)) {
 		return
 	}
-	if !d.scheduleBackup() {
-		d.pruneBackup()
+	if !d.scheduleBackup() && !d.pruneBackup() {
+		d.pruneArchive()
 	}
 }
 
@@ -154,10 +154,10 @@ func (d *decider) scheduleBackup() bool {
 }
 
 // pruneBackup prunes the oldest backup beyond a schedule's keep.
-func (d *decider) pruneBackup() {
+func (d *decider) pruneBackup() bool {
 	m, o := d.in.Mgors, d.in.Obs
 	if !o.BackupsRead {
-		return
+		return false
 	}
 	for _, sc := range m.Spec.Backup.Schedules {
 		keep := int(sc.Keep)
@@ -168,9 +168,10 @@ func (d *decider) pruneBackup() {
 			d.act(Action{Kind: ActPruneBackup, Backup: &ScheduledBackup{Name: b.Name, Schedule: sc.Name, UID: string(b.UID)}},
 				ActionStarted{Target: b.Name, UID: string(b.UID),
 					Reason: fmt.Sprintf("schedule %s keeps the %d newest Succeeded backups", sc.Name, keep)})
-			return
+			return true
 		}
 	}
+	return false
 }
 
 // pruneCandidate is the oldest Succeeded or Failed backup of schedule

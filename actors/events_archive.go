@@ -34,12 +34,29 @@ type ArchiveStopped struct {
 	Last   backup.Position `json:"last"`
 }
 
+// ActPruneArchive deletes the archive's chunks that end at or before
+// Action.Through, the End of the oldest Succeeded backup into the store
+// (Action.Backup names it): no restore reaches back past a backup's End, so
+// nothing needs them once older backups are gone.
+const ActPruneArchive ActionKind = "PruneArchive"
+
+// ArchivePruned records the archive's chunks ending at or before Through
+// (the End of Backup, the oldest Succeeded backup kept) deleted: Chunks of
+// them. Recorded after the PruneArchive's ActionFinished.
+type ArchivePruned struct {
+	Backup  string          `json:"backup"`
+	Through backup.Position `json:"through"`
+	Chunks  int             `json:"chunks"`
+}
+
 func (ArchiveStarted) Type() string { return "ArchiveStarted" }
 func (ArchiveStopped) Type() string { return "ArchiveStopped" }
+func (ArchivePruned) Type() string  { return "ArchivePruned" }
 
 func init() {
 	register(ArchiveStarted{})
 	register(ArchiveStopped{})
+	register(ArchivePruned{})
 }
 
 // ArchiveRun is the archive goroutine last started, in the state, and
@@ -62,6 +79,8 @@ func foldArchive(s State, at time.Time, e Event) State {
 			r.Stopped = &st
 			s.Archive = &r
 		}
+	case ArchivePruned:
+		s.ArchivePruned = e.Through
 	}
 	return s
 }
@@ -74,6 +93,9 @@ func archiveAnnouncement(e Event) (reason, message string, warning, ok bool) {
 			e.Member, e.From, e.Backup, e.Bucket, e.Prefix, e.Endpoint), false, true
 	case ArchiveStopped:
 		return "ArchiveStopped", stoppedMessage(e), true, true
+	case ArchivePruned:
+		return "ArchivePruned", fmt.Sprintf("point-in-time archive: %d chunks ending at or before %s deleted; the oldest backup kept, %s, ends there and no restore reaches back past it",
+			e.Chunks, e.Through, e.Backup), false, true
 	}
 	return "", "", false, false
 }

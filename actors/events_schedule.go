@@ -92,7 +92,7 @@ func foldSchedule(s State, at time.Time, e Event) State {
 		s.Schedules.Reported = e.Generation
 	case ActionFinished:
 		f := s.InFlight
-		if f == nil || f.Action != e.Action || (e.Action != ActCreateBackup && e.Action != ActPruneBackup) {
+		if f == nil || f.Action != e.Action || !storeAction(e.Action) {
 			return s
 		}
 		s.Schedules.FailedAt = time.Time{}
@@ -103,11 +103,18 @@ func foldSchedule(s State, at time.Time, e Event) State {
 			}
 		}
 	case ActionFailed:
-		if f := s.InFlight; f != nil && f.Action == e.Action && (e.Action == ActCreateBackup || e.Action == ActPruneBackup) {
+		if f := s.InFlight; f != nil && f.Action == e.Action && storeAction(e.Action) {
 			s.Schedules.FailedAt = at
 		}
 	}
 	return s
+}
+
+// storeAction says whether an action is one of the schedules' and the
+// archive's (CreateBackup, PruneBackup, PruneArchive): its failure waits
+// scheduleRetry rather than holding the cluster's own actions in back-off.
+func storeAction(k ActionKind) bool {
+	return k == ActCreateBackup || k == ActPruneBackup || k == ActPruneArchive
 }
 
 // scheduleAnnouncement tells people of a schedule's backups (Announcement).

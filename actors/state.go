@@ -19,6 +19,7 @@ import (
 	"github.com/mgors/operator/actors/eventlog"
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo"
+	"github.com/mgors/operator/mongo/backup"
 )
 
 // State is a cluster's state: a pure fold of its events, nothing else. It is
@@ -152,6 +153,9 @@ type State struct {
 	Restores []RestoreRun `json:"restores,omitempty"`
 	// Archive is the oplog archive's last run (decide_archive.go).
 	Archive *ArchiveRun `json:"archive,omitempty"`
+	// ArchivePruned is where the archive's chunks were last pruned
+	// through (ArchivePruned; decide_archive.go).
+	ArchivePruned backup.Position `json:"archivePruned,omitzero"`
 }
 
 // Fence is a pod deleted before a force (FencePod): the UID deleted, and

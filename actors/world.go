@@ -436,6 +436,9 @@ func (w *KubeWorld) act(ctx context.Context, m *v1alpha1.Mgors, a Action) error 
 	case ActPruneBackup:
 		_, err := w.prune(ctx, m, a) // the actor calls PruneBackup (carry), for the count
 		return err
+	case ActPruneArchive:
+		_, err := w.PruneArchive(ctx, m, a) // the actor calls it itself (carry), for the count
+		return err
 	case ActWipeMember:
 		// The claim, then the pod: the StatefulSet recreates both, the member
 		// comes back empty and initial-syncs (kube.Applier.WipeMember).

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	"github.com/mgors/operator/mongo/backup"
+	"github.com/mgors/operator/mongo/backup/store"
 )
 
 var _ ArchiveWorld = (*KubeWorld)(nil)
@@ -22,11 +23,9 @@ func (w *KubeWorld) Archive(ctx context.Context, m *v1alpha1.Mgors, run ArchiveS
 	if spec == nil {
 		return errors.New("spec.backup.pointInTime is not enabled")
 	}
-	// The store of spec.backup, read as a MgorsBackup's in the Mgors's namespace.
-	st, err := w.backupStore(ctx, &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace},
-		Spec: v1alpha1.MgorsBackupSpec{Cluster: m.Name, Store: spec.Store}})
+	st, err := w.archiveStore(ctx, m, spec)
 	if err != nil {
-		return fmt.Errorf("spec.backup.store: %w", err)
+		return err
 	}
 	dc, closeDC, err := w.openMember(ctx, m, auth, run.Member)
 	if err != nil {
@@ -53,4 +52,30 @@ func (w *KubeWorld) Archive(ctx context.Context, m *v1alpha1.Mgors, run ArchiveS
 		case <-time.After(every):
 		}
 	}
+}
+
+// PruneArchive implements PruneWorld: the chunks of the cluster's archive
+// in spec.backup.store ending at or before a.Through are deleted
+// (backup.PruneChunks), each call with the store's deadline.
+func (w *KubeWorld) PruneArchive(ctx context.Context, m *v1alpha1.Mgors, a Action) (int, error) {
+	spec := pointInTime(m)
+	if spec == nil {
+		return 0, errors.New("spec.backup.pointInTime is not enabled")
+	}
+	st, err := w.archiveStore(ctx, m, spec)
+	if err != nil {
+		return 0, err
+	}
+	return backup.PruneChunks(ctx, st, backup.ArchivePrefix(spec.Store.Prefix, m.Namespace, m.Name), a.Through.Timestamp())
+}
+
+// archiveStore is the store of spec.backup, read as a MgorsBackup's in the
+// Mgors's namespace.
+func (w *KubeWorld) archiveStore(ctx context.Context, m *v1alpha1.Mgors, spec *v1alpha1.BackupSpec) (*store.Client, error) {
+	st, err := w.backupStore(ctx, &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace},
+		Spec: v1alpha1.MgorsBackupSpec{Cluster: m.Name, Store: spec.Store}})
+	if err != nil {
+		return nil, fmt.Errorf("spec.backup.store: %w", err)
+	}
+	return st, nil
 }

@@ -17,20 +17,30 @@ type PruneWorld interface {
 	// names in its store, then the MgorsBackup (if its UID is still
 	// a's), and says how many objects it deleted. A backup gone is done.
 	PruneBackup(ctx context.Context, m *v1alpha1.Mgors, a Action) (objects int, err error)
+	// PruneArchive deletes the chunks of the cluster's oplog archive in
+	// spec.backup.store that end at or before a.Through, and says how many.
+	PruneArchive(ctx context.Context, m *v1alpha1.Mgors, a Action) (chunks int, err error)
 }
 
 var _ PruneWorld = (*KubeWorld)(nil)
 
 // carry carries out a, and returns what it reports besides its error: a
-// PruneBackup's BackupPruned (the objects it deleted), recorded after its
-// ActionFinished.
+// PruneBackup's BackupPruned (the objects it deleted) or a PruneArchive's
+// ArchivePruned (the chunks), recorded after its ActionFinished.
 func carry(ctx context.Context, w World, m *v1alpha1.Mgors, a Action) ([]Event, error) {
-	if a.Kind != ActPruneBackup {
+	if a.Kind != ActPruneBackup && a.Kind != ActPruneArchive {
 		return nil, w.Act(ctx, m, a)
 	}
 	pw, ok := w.(PruneWorld)
 	if !ok || a.Backup == nil {
 		return nil, errors.New("this operator's World does not prune backups")
+	}
+	if a.Kind == ActPruneArchive {
+		n, err := pw.PruneArchive(ctx, m, a)
+		if err != nil {
+			return nil, err
+		}
+		return []Event{ArchivePruned{Backup: a.Backup.Name, Through: a.Through, Chunks: n}}, nil
 	}
 	n, err := pw.PruneBackup(ctx, m, a)
 	if err != nil {

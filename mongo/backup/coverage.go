@@ -1,6 +1,7 @@
 package backup
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -132,4 +133,34 @@ func tsCompare(a, b bson.Timestamp) int {
 		return -1
 	}
 	return 0
+}
+
+// ChunkStore is an ArchiveStore that also deletes: store.Client.
+type ChunkStore interface {
+	ArchiveStore
+	Delete(ctx context.Context, key string) error
+}
+
+// PruneChunks deletes the archive's chunks under prefix whose Last is at or
+// before through, and says how many it deleted. No restore needs them once
+// through is the End of the oldest backup kept: Coverage starts at a
+// backup's End and takes only chunks that reach past it. Other objects
+// under prefix are left.
+func PruneChunks(ctx context.Context, st ChunkStore, prefix string, through bson.Timestamp) (int, error) {
+	objs, err := st.List(ctx, strings.TrimSuffix(prefix, "/")+"/")
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, o := range objs {
+		c, ok := ParseChunk(o.Key)
+		if !ok || tsAfter(c.Last, through) {
+			continue
+		}
+		if err := st.Delete(ctx, o.Key); err != nil {
+			return n, fmt.Errorf("deleting chunk %s (%d deleted before it): %w", o.Key, n, err)
+		}
+		n++
+	}
+	return n, nil
 }

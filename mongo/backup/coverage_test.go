@@ -1,9 +1,16 @@
 package backup
 
 import (
+	"context"
+	"errors"
+	"maps"
+	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mgors/operator/mongo/backup/store"
 )
 
 func ts(t, i uint32) bson.Timestamp { return bson.Timestamp{T: t, I: i} }
@@ -71,5 +78,58 @@ func TestCoverage(t *testing.T) {
 				t.Errorf("Contains is wrong at the edges of %s", r)
 			}
 		})
+	}
+}
+
+// keyStore is a ChunkStore in memory: its keys, and an error for Delete.
+type keyStore struct {
+	keys      map[string]bool
+	deleteErr error
+}
+
+func (k *keyStore) Put(context.Context, string, []byte, string) error { return nil }
+func (k *keyStore) Get(context.Context, string) ([]byte, error)       { return nil, nil }
+func (k *keyStore) List(_ context.Context, prefix string) ([]store.Object, error) {
+	var out []store.Object
+	for _, key := range slices.Sorted(maps.Keys(k.keys)) {
+		if strings.HasPrefix(key, prefix) {
+			out = append(out, store.Object{Key: key})
+		}
+	}
+	return out, nil
+}
+func (k *keyStore) Delete(_ context.Context, key string) error {
+	if k.deleteErr != nil {
+		return k.deleteErr
+	}
+	delete(k.keys, key)
+	return nil
+}
+
+func TestPruneChunks(t *testing.T) {
+	k := func(a, b bson.Timestamp) string { return chunkKey("arch", a, b) }
+	st := &keyStore{keys: map[string]bool{
+		k(ts(90, 0), ts(100, 1)):  true, // before the backup's End: gone
+		k(ts(100, 1), ts(110, 2)): true, // ends at End exactly: gone
+		k(ts(110, 2), ts(130, 0)): true, // reaches past End: kept
+		k(ts(130, 0), ts(140, 0)): true,
+		"arch/README":             true, // not a chunk: kept
+		"archive2/" + fmtTS(ts(1, 0)) + "-" + fmtTS(ts(2, 0)) + chunkSuffix: true, // another prefix: kept
+	}}
+	n, err := PruneChunks(context.Background(), st, "arch", ts(110, 2))
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	want := []string{k(ts(110, 2), ts(130, 0)), k(ts(130, 0), ts(140, 0)), "arch/README", "archive2/" + fmtTS(ts(1, 0)) + "-" + fmtTS(ts(2, 0)) + chunkSuffix}
+	if got := slices.Sorted(maps.Keys(st.keys)); !slices.Equal(got, want) {
+		t.Errorf("left %v, want %v", got, want)
+	}
+	// What a restore of a backup ending at ts(110,2) reaches is unchanged.
+	if r := Coverage(&Manifest{End: Position{T: 110, I: 2}}, slices.Collect(maps.Keys(st.keys))); r.To != ts(140, 0) {
+		t.Errorf("coverage after the prune: %s", r)
+	}
+	st.deleteErr = errors.New("denied")
+	if _, err := PruneChunks(context.Background(), st, "arch/", ts(200, 0)); err == nil || !strings.Contains(err.Error(), "denied") {
+		t.Errorf("a refused delete: %v", err)
 	}
 }
