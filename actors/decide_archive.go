@@ -279,9 +279,10 @@ func coveredRange(st *v1alpha1.MgorsBackupStatus, store v1alpha1.BackupStore, c 
 }
 
 // pruneArchive deletes the archive's chunks no restore can use (rule 7,
-// after the schedules), while the archive runs: those ending at or before
-// the End of the oldest backup that Succeeded into spec.backup.store, once
-// that End moved past where the chunks were last pruned through. A restore starts at its
+// after the schedules), while the archive runs and once it has gone past
+// the End of the oldest backup that Succeeded into spec.backup.store: the
+// chunks ending at or before that End, each time it moves past where the
+// chunks were last pruned through. A restore starts at its
 // backup's End (backup.Coverage), so older chunks serve no backup kept; a
 // backup deleted, by hand or beyond a schedule's keep, frees its share.
 func (d *decider) pruneArchive() {
@@ -291,7 +292,9 @@ func (d *decider) pruneArchive() {
 		return
 	}
 	bases := succeededInto(d.s, o.Backups, spec.Store)
-	if len(bases) == 0 || !posAfter(bases[0].End, d.s.ArchivePruned) {
+	// The archive has gone past the End, so every chunk that ends at or
+	// before it is written already: none comes after the prune.
+	if len(bases) == 0 || !posAfter(bases[0].End, d.s.ArchivePruned) || !posAfter(o.Archive.Last, bases[0].End) {
 		return
 	}
 	oldest := bases[0]

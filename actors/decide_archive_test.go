@@ -276,6 +276,10 @@ func TestArchivePrunedBehindTheOldestBackup(t *testing.T) {
 		}
 		return d.Action
 	}
+	if a := prune(s); a != nil {
+		t.Fatalf("pruned before the archive went past the End: %+v", a)
+	}
+	w.obs.Archive.Last = pos(40, t0.Add(2*time.Hour))
 	a := prune(s)
 	if a == nil || a.Backup.Name != "first" || a.Through != pos(22, t0.Add(time.Minute)) {
 		t.Fatalf("want the chunks pruned through first's End: %+v", a)

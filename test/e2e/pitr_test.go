@@ -136,7 +136,8 @@ func TestPointInTimeRestore(t *testing.T) {
 			break
 		}
 	}
-	describeWith(t, env, m.Name, "ArchiveStarted")
+	// The chunks behind the backup's End serve no restore: pruned, once.
+	describeWith(t, env, m.Name, "ArchiveStarted", "ArchivePruned")
 
 	// Restore to the point after round 2.
 	gotR := waitMgors(t, env, target.Name, "Healthy", 4*time.Minute, healthy)
@@ -145,6 +146,15 @@ func TestPointInTimeRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	archive := backup.ArchivePrefix(st.Prefix, env.Namespace, m.Name)
+	objs, err := s3.List(ctx, archive+"/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range objs {
+		if c, ok := backup.ParseChunk(o.Key); ok && !c.Last.After(bson.Timestamp{T: uint32(done.Status.End.Seconds), I: uint32(done.Status.End.Increment)}) {
+			t.Errorf("chunk %s ends at or before the backup's end and was not pruned", o.Key)
+		}
+	}
 	at, err := backup.TimestampAt(ctx, s3, done.Status.Prefix, archive, marks[1], 0)
 	if err != nil {
 		t.Fatal(err)
