@@ -129,7 +129,13 @@ func (c *conn) cmdFind(req *Request) (bson.D, error) {
 	}
 	db := req.DB()
 	filter, _ := req.Body.Lookup("filter").DocumentOK()
-	docs, at, err := n.matchingAt(req, db, coll, filter)
+	docs, view, err := c.viewDocs(req, db, coll)
+	var at bson.Timestamp
+	if view && err == nil {
+		docs, err = filterDocs(docs, filter)
+	} else if !view {
+		docs, at, err = n.matchingAt(req, db, coll, filter)
+	}
 	if err != nil {
 		return nil, err
 	}
