@@ -2,8 +2,8 @@ package actors
 
 import (
 	"context"
-	"sync"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
