@@ -12,8 +12,8 @@ import (
 // replicates through the oplog like any document) and removed by drop.
 // listCollections shows it as type "view"; find and aggregate on it run
 // its pipeline over the collection (or view) it is on, then their own
-// filter, sort, skip, limit and projection. A write to a view is refused
-// (166).
+// filter, sort, skip, limit and projection (count and distinct: their
+// query). A write to a view is refused (166).
 
 // maxViewDepth is mongod's limit on views of views.
 const maxViewDepth = 20
@@ -151,6 +151,20 @@ func (c *conn) viewDocs(req *Request, db, name string) (docs []bson.Raw, ok bool
 		}
 	}
 	return docs, true, nil
+}
+
+// readable is matchingAt for a collection; for a view, its documents
+// that match filter (and no read time).
+func (c *conn) readable(req *Request, db, name string, filter bson.Raw) ([]bson.Raw, bson.Timestamp, error) {
+	docs, view, err := c.viewDocs(req, db, name)
+	switch {
+	case err != nil:
+		return nil, bson.Timestamp{}, err
+	case !view:
+		return c.n.matchingAt(req, db, name, filter)
+	}
+	docs, err = filterDocs(docs, filter)
+	return docs, bson.Timestamp{}, err
 }
 
 // ErrViewDepthLimitExceeded is mongod's ViewDepthLimitExceeded.

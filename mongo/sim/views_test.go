@@ -9,7 +9,8 @@ import (
 // TestViews: create with viewOn and pipeline stores the definition in
 // <db>.system.views as mongod does (one insert entry in the oplog);
 // listCollections shows it as a view; find and aggregate run its pipeline
-// (over a view of a view too) before their own stages; a write to it is
+// (over a view of a view too) before their own stages, count and distinct
+// too; a write to it is
 // refused (166), a second create of another definition too (48), the same
 // one is idempotent (7.0); drop removes the definition only.
 func TestViews(t *testing.T) {
@@ -101,6 +102,13 @@ func TestViews(t *testing.T) {
 		{Key: "pipeline", Value: bson.A{bson.D{{Key: "$count", Value: "n"}}}}}))
 	if len(docs) != 1 || docs[0].Lookup("n").Int32() != 2 {
 		t.Errorf("aggregate on the view of a view: %v", docs)
+	}
+	if r := do(bson.D{{Key: "count", Value: "bs"}, {Key: "query", Value: bson.D{{Key: "_id", Value: 2}}}}); r.Lookup("n").Int32() != 1 {
+		t.Errorf("count on the view of a view: %v", r)
+	}
+	if r := do(bson.D{{Key: "distinct", Value: "v"}, {Key: "key", Value: "k"}}); len(r.Lookup("values").Array().String()) == 0 ||
+		r.Lookup("values").Array().String() != `["a","b"]` {
+		t.Errorf("distinct on the view: %v", r)
 	}
 	if r := do(bson.D{{Key: "insert", Value: "v"}, {Key: "documents", Value: bson.A{bson.D{{Key: "_id", Value: 9}}}}}); code(r) != 166 {
 		t.Errorf("insert into a view: %v, want 166", r)
