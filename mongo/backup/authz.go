@@ -3,9 +3,12 @@ package backup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/mgors/operator/mongo"
 )
 
 // The users, roles and views of a backup (docs/design/backup.md,
@@ -18,9 +21,10 @@ import (
 // which mongod accepts from a user with the restore role's actions (the
 // cluster's internal user here) and after which it invalidates its user
 // cache, so the users open and hold their roles at once. The users named
-// in RestoreOptions.Keep, the ones the target's operator manages, are never
-// written: they keep the target's credentials and roles, so the operator
-// does not lose its access and its Secrets stay right.
+// in RestoreOptions.Keep, the ones the target's operator manages, and the
+// operator's own user (mongo.OperatorUser) in any case, are never written:
+// they keep the target's credentials and roles, so the operator does not
+// lose its access and its Secrets stay right.
 
 // UserID is the _id of user db.name in admin.system.users.
 func UserID(db, name string) string { return db + "." + name }
@@ -78,13 +82,11 @@ func (r *restorer) mergeAuth(ctx context.Context, coll string, a Auth) (int, err
 	return written, nil
 }
 
+// kept reports whether the user id is left as the target has it: one of
+// opts.Keep, or the operator's own user, always (whoever restores, the
+// target's operator must not lose its access).
 func (r *restorer) kept(id string) bool {
-	for _, k := range r.opts.Keep {
-		if k == id {
-			return true
-		}
-	}
-	return false
+	return id == UserID("admin", mongo.OperatorUser) || slices.Contains(r.opts.Keep, id)
 }
 
 // flattenAuthz is flatten for the writes to the users, roles and view

@@ -31,7 +31,8 @@ type RestoreOptions struct {
 	// Keep are the users of the target that the restore leaves as they
 	// are (UserID: "db.user"), the backup's user of that name and the
 	// window's writes to it notwithstanding: the users the target's
-	// operator manages, whose credentials its Secrets hold.
+	// operator manages, whose credentials its Secrets hold. The operator's
+	// own user (mongo.OperatorUser of admin) is kept without being named.
 	Keep []string
 	Log  zerolog.Logger
 }
