@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -91,5 +92,23 @@ func TestRestartedOperatorFailsARestoreUnderWay(t *testing.T) {
 	waitFor(t, "the restore Failed", func() bool { p, _ := world.phase("r1"); return p == v1alpha1.RestoreFailed })
 	if _, runs := world.phase("r1"); runs != 1 {
 		t.Fatalf("%d restores", runs)
+	}
+}
+
+// TestManagedUsers: a restore keeps the admin user and the operator's own
+// user by their Secrets' names and by the default names, once each.
+func TestManagedUsers(t *testing.T) {
+	for _, tc := range []struct {
+		admin, operator string
+		want            []string
+	}{
+		{"admin", "mgors-operator", []string{"admin.admin", "admin.mgors-operator"}},
+		{"dba", "mgors-operator", []string{"admin.dba", "admin.mgors-operator", "admin.admin"}},
+		{"dba", "op", []string{"admin.dba", "admin.op", "admin.admin", "admin.mgors-operator"}},
+		{"", "", []string{"admin.admin", "admin.mgors-operator"}},
+	} {
+		if got := managedUsers(tc.admin, tc.operator); !slices.Equal(got, tc.want) {
+			t.Errorf("managedUsers(%q, %q) = %v, want %v", tc.admin, tc.operator, got, tc.want)
+		}
 	}
 }

@@ -3,11 +3,13 @@ package actors
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
+	"github.com/mgors/operator/mongo"
 	"github.com/mgors/operator/mongo/backup"
 )
 
@@ -45,6 +47,9 @@ func (w *KubeWorld) observeRestores(m *v1alpha1.Mgors, o *Observation) {
 // needs what mongorestore --oplogReplay does, anyAction on anyResource,
 // which no built-in role grants (the keyfile identity, which the operator
 // holds already, has it); then the archive replayed up to run.PointInTime.
+// The users the cluster's operator manages (managedUsers) keep the
+// cluster's credentials: the backup's users of those names, and the
+// window's and the archive's writes to them, are left out.
 func (w *KubeWorld) Restore(ctx context.Context, m *v1alpha1.Mgors, b *v1alpha1.MgorsBackup, run RestoreStarted) Event {
 	failed := func(err error) Event { return RestoreFailed{Restore: run.Restore, UID: run.UID, Reason: err.Error()} }
 	st, err := w.backupStore(ctx, b)
@@ -56,7 +61,8 @@ func (w *KubeWorld) Restore(ctx context.Context, m *v1alpha1.Mgors, b *v1alpha1.
 		return failed(err)
 	}
 	defer closeDC()
-	ropts := backup.RestoreOptions{Log: w.Mongo.Log}
+	us := w.readUsers(ctx, m)
+	ropts := backup.RestoreOptions{Log: w.Mongo.Log, Keep: managedUsers(us.admin.User, us.operator.User)}
 	var res *backup.Result
 	if run.PointInTime.IsZero() {
 		res, err = backup.Restore(ctx, dc, st, run.Prefix, ropts)
@@ -82,4 +88,19 @@ func (w *KubeWorld) WriteRestoreStatus(ctx context.Context, r *v1alpha1.MgorsRes
 // RestoreEvent implements RestoreWorld.
 func (w *KubeWorld) RestoreEvent(r *v1alpha1.MgorsRestore, warning bool, reason, message string) {
 	w.Recorder.RestoreEvent(r, warning, reason, message)
+}
+
+// managedUsers are the users a restore leaves as the cluster has them
+// (backup.RestoreOptions.Keep): the admin user and the operator's own user,
+// by the names their Secrets give and by the default names (a Secret not
+// read, or renamed since, never lets a backup's user of such a name
+// replace the cluster's).
+func managedUsers(admin, operator string) []string {
+	var out []string
+	for _, u := range []string{admin, operator, AdminUsername, mongo.OperatorUser} {
+		if id := backup.UserID("admin", u); u != "" && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }

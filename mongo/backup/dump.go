@@ -80,7 +80,10 @@ func (o *Options) defaults() {
 //  1. Start: the member's newest oplog entry.
 //  2. Every collection of every database but local and config: options and
 //     indexes (listCollections, listIndexes), then its documents in natural
-//     order, in objects of at most PartSize bytes.
+//     order, in objects of at most PartSize bytes; admin.system.users and
+//     admin.system.roles, every document as stored; each view's definition
+//     (listCollections), in the manifest. Other system collections and
+//     time-series collections are skipped (the manifest names them).
 //  3. End: the newest oplog entry again; then the entries in (Start, End].
 //  4. The oldest oplog entry must still be at or before Start, else the
 //     window has a hole (ErrWindowLost).
@@ -121,7 +124,7 @@ func Dump(ctx context.Context, member *driver.Client, host string, store Store, 
 	for _, c := range m.Collections {
 		m.Size += c.Bytes
 	}
-	m.Size += d.metaBytes
+	m.Size += d.metaBytes + m.Users.Bytes + m.Roles.Bytes
 	m.Finished = opts.Now().UTC()
 	body, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
@@ -203,8 +206,24 @@ func (d *dumper) dumpDatabase(ctx context.Context, m *Manifest, db string) error
 	for _, ci := range infos {
 		ns := db + "." + ci.Name
 		switch {
+		case db == "admin" && ci.Name == "system.users":
+			if m.Users, err = d.dumpAuth(ctx, ci.Name); err != nil {
+				return err
+			}
+		case db == "admin" && ci.Name == "system.roles":
+			if m.Roles, err = d.dumpAuth(ctx, ci.Name); err != nil {
+				return err
+			}
+		case ci.Name == "system.views":
+			// the views' definitions: each view is recorded below, as listCollections shows it
 		case strings.HasPrefix(ci.Name, "system."):
 			m.Skipped = append(m.Skipped, Skipped{NS: ns, Reason: "system collection"})
+		case ci.Type == "view":
+			v, err := viewOf(db, ci)
+			if err != nil {
+				return err
+			}
+			m.Views = append(m.Views, v)
 		case ci.Type != "" && ci.Type != "collection":
 			m.Skipped = append(m.Skipped, Skipped{NS: ns, Reason: ci.Type + " not backed up yet"})
 		default:
@@ -255,6 +274,37 @@ func (d *dumper) dumpCollection(ctx context.Context, db string, ci collInfo) (Co
 	out.Parts, out.Documents, out.Bytes = parts, n, size
 	d.log.Debug().Str("ns", out.NS()).Int64("documents", n).Int64("bytes", size).Msg("collection dumped")
 	return out, nil
+}
+
+// dumpAuth writes admin's users or roles collection, every document as
+// stored: the users' credentials are SCRAM salts and hashes, as mongodump
+// writes them.
+func (d *dumper) dumpAuth(ctx context.Context, coll string) (Auth, error) {
+	cctx, cancel := d.call(ctx)
+	docs, err := d.c.Database("admin").Collection(coll).Find(cctx, bson.D{},
+		options.Find().SetBatchSize(d.opts.BatchSize).SetSort(bson.D{{Key: "_id", Value: 1}}))
+	cancel()
+	if err != nil {
+		return Auth{}, fmt.Errorf("backup: find admin.%s: %w", coll, err)
+	}
+	parts, n, size, err := d.drain(ctx, docs, func(i int) string { return dataKey(d.opts.Prefix, "admin", coll, partName(i)) })
+	if err != nil {
+		return Auth{}, fmt.Errorf("backup: admin.%s: %w", coll, err)
+	}
+	d.log.Debug().Str("ns", "admin."+coll).Int64("documents", n).Msg("authorization collection dumped")
+	return Auth{Parts: parts, Documents: n, Bytes: size}, nil
+}
+
+// viewOf is a view's definition from its listCollections entry.
+func viewOf(db string, ci collInfo) (View, error) {
+	if _, ok := ci.Options.Lookup("viewOn").StringValueOK(); !ok {
+		return View{}, fmt.Errorf("backup: view %s.%s: listCollections gives no viewOn", db, ci.Name)
+	}
+	b, err := bson.MarshalExtJSON(ci.Options, true, false)
+	if err != nil {
+		return View{}, fmt.Errorf("backup: view %s.%s: %w", db, ci.Name, err)
+	}
+	return View{DB: db, Name: ci.Name, Options: b}, nil
 }
 
 // dumpOplog writes the entries in (start, end].

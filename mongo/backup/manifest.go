@@ -2,9 +2,10 @@
 // S3-compatible object store, and restores one into a replica set.
 //
 // A backup is the documents, options and indexes of every collection of
-// every database but local and config, read from one member while it keeps
-// applying writes, plus the oplog entries the member applied while it was
-// read. Restoring the documents and then replaying those entries gives the
+// every database but local and config, the users and roles
+// (admin.system.users and admin.system.roles, as stored) and the views'
+// definitions, read from one member while it keeps applying writes, plus
+// the oplog entries the member applied while it was read. Restoring the documents and then replaying those entries gives the
 // data as it was at the end of the window (mongodump --oplog's method).
 // See docs/design/backup.md.
 package backup
@@ -22,7 +23,9 @@ import (
 )
 
 // FormatVersion is the manifest's format; readers accept 1..FormatVersion.
-const FormatVersion = 1
+// Format 2 added the users, roles and views: a build that reads only 1
+// refuses such a backup rather than restore it without them.
+const FormatVersion = 2
 
 // ManifestName is the manifest's object under a backup's prefix. It is
 // written last: a prefix without one holds an unfinished backup.
@@ -65,6 +68,13 @@ type Manifest struct {
 	Start       Position     `json:"start"`
 	End         Position     `json:"end"`
 	Collections []Collection `json:"collections"`
+	// Users and Roles are admin.system.users and admin.system.roles, every
+	// document as mongod stores it (a user's SCRAM credentials, never a
+	// password); empty in a format 1 backup.
+	Users Auth `json:"users"`
+	Roles Auth `json:"roles"`
+	// Views are the views' definitions, database by database.
+	Views []View `json:"views,omitempty"`
 	// Skipped are the namespaces not dumped, with the reason.
 	Skipped []Skipped `json:"skipped,omitempty"`
 	Oplog   Oplog     `json:"oplog"`
@@ -86,6 +96,26 @@ type Collection struct {
 
 // NS is db.name.
 func (c Collection) NS() string { return c.DB + "." + c.Name }
+
+// Auth is one of the authorization collections, admin.system.users or
+// admin.system.roles: its documents in Parts, as a collection's are.
+type Auth struct {
+	Parts     []string `json:"parts"`
+	Documents int64    `json:"documents"`
+	Bytes     int64    `json:"bytes"`
+}
+
+// View is a view's definition: what listCollections says of it.
+type View struct {
+	DB   string `json:"db"`
+	Name string `json:"name"`
+	// Options are its viewOn, pipeline and collation, in canonical extended
+	// JSON, as listCollections gives them (the create command's fields).
+	Options json.RawMessage `json:"options"`
+}
+
+// NS is db.name.
+func (v View) NS() string { return v.DB + "." + v.Name }
 
 // Skipped is a namespace left out of the backup.
 type Skipped struct {

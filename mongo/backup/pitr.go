@@ -69,7 +69,7 @@ func RestoreTo(ctx context.Context, target *driver.Client, st ArchiveStore, back
 		return nil, err
 	}
 	opts.Log.Info().Str("backup", backupPrefix).Int("collections", res.Collections).Int64("documents", res.Documents).
-		Int64("replayed", res.Replayed).Str("end", res.End.String()).Msg("point-in-time restore finished")
+		Int("views", res.Views).Int("users", res.Users).Int("roles", res.Roles).Int64("replayed", res.Replayed).Str("end", res.End.String()).Msg("point-in-time restore finished")
 	return res, nil
 }
 

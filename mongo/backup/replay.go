@@ -57,7 +57,7 @@ type replayer struct {
 }
 
 func (p *replayer) add(ctx context.Context, e bson.Raw) error {
-	writes, cmd, err := flatten(e)
+	writes, cmd, err := flatten(e, p.r.kept)
 	if err != nil {
 		return err
 	}
@@ -95,25 +95,30 @@ func (p *replayer) flush(ctx context.Context) error {
 	return nil
 }
 
-// ddl is a collection or index command of the window, as it is sent again.
+// ddl is a collection, view or index command of the window, as it is sent
+// again, and the one to send after it, if any.
 type ddl struct {
 	db     string
 	cmd    bson.D
 	ignore int32 // the error code that means "already done"
+	then   *ddl
 }
 
 func (r *restorer) command(ctx context.Context, c *ddl) error {
-	err := r.run(ctx, c.db, c.cmd)
-	if err != nil && (c.ignore == 0 || !isCode(err, c.ignore)) {
-		return fmt.Errorf("backup: replay %s on %s: %w", c.cmd[0].Key, c.db, err)
+	for ; c != nil; c = c.then {
+		err := r.run(ctx, c.db, c.cmd)
+		if err != nil && (c.ignore == 0 || !isCode(err, c.ignore)) {
+			return fmt.Errorf("backup: replay %s on %s: %w", c.cmd[0].Key, c.db, err)
+		}
 	}
 	return nil
 }
 
 // flatten turns one oplog entry into the writes to apply (applyOps
-// operations) or a command to send; a no-op, or an entry of a namespace
-// the backup leaves out, is neither.
-func flatten(e bson.Raw) ([]bson.Raw, *ddl, error) {
+// operations) or a command to send; a no-op, an entry of a namespace the
+// backup leaves out, or a write to a user keep says to leave alone, is
+// neither.
+func flatten(e bson.Raw, keep func(id string) bool) ([]bson.Raw, *ddl, error) {
 	op, _ := e.Lookup("op").StringValueOK()
 	ns, _ := e.Lookup("ns").StringValueOK()
 	o, _ := e.Lookup("o").DocumentOK()
@@ -121,22 +126,21 @@ func flatten(e bson.Raw) ([]bson.Raw, *ddl, error) {
 	case "n":
 		return nil, nil, nil
 	case "i", "u", "d":
+		if w, c, handled, err := flattenAuthz(e, op, ns, o, keep); handled {
+			return w, c, err
+		}
 		if skipNS(ns) {
 			return nil, nil, nil
 		}
-		w := bson.D{{Key: "op", Value: op}, {Key: "ns", Value: ns}, {Key: "o", Value: o}}
-		if o2, ok := e.Lookup("o2").DocumentOK(); ok {
-			w = append(w, bson.E{Key: "o2", Value: o2})
-		}
-		raw, err := bson.Marshal(w)
-		return []bson.Raw{raw}, nil, err
+		w, err := stripped(e, op, ns, o)
+		return w, nil, err
 	case "c":
-		return flattenCommand(e, ns, o)
+		return flattenCommand(e, ns, o, keep)
 	}
 	return nil, nil, fmt.Errorf("%w: op %q on %s", ErrUnsupportedOp, op, ns)
 }
 
-func flattenCommand(e bson.Raw, ns string, o bson.Raw) ([]bson.Raw, *ddl, error) {
+func flattenCommand(e bson.Raw, ns string, o bson.Raw, keep func(string) bool) ([]bson.Raw, *ddl, error) {
 	db, _, _ := strings.Cut(ns, ".")
 	elems, err := o.Elements()
 	if err != nil || len(elems) == 0 {
@@ -164,7 +168,7 @@ func flattenCommand(e bson.Raw, ns string, o bson.Raw) ([]bson.Raw, *ddl, error)
 			if !ok {
 				continue
 			}
-			w, cmd, err := flatten(inner)
+			w, cmd, err := flatten(inner, keep)
 			if err != nil {
 				return nil, nil, err
 			}

@@ -28,13 +28,22 @@ type RestoreOptions struct {
 	BatchDocs  int
 	// Timeout bounds every command and object read (DefaultTimeout).
 	Timeout time.Duration
-	Log     zerolog.Logger
+	// Keep are the users of the target that the restore leaves as they
+	// are (UserID: "db.user"), the backup's user of that name and the
+	// window's writes to it notwithstanding: the users the target's
+	// operator manages, whose credentials its Secrets hold. The operator's
+	// own user (mongo.OperatorUser of admin) is kept without being named.
+	Keep []string
+	Log  zerolog.Logger
 }
 
 // Result says what a restore did.
 type Result struct {
 	Collections int
 	Documents   int64
+	// Users and Roles are the backup's users and roles written into the
+	// target (the users kept not counted), Views the views created.
+	Users, Roles, Views int
 	// Replayed are the oplog entries applied; the data is then as the
 	// source was at End.
 	Replayed int64
@@ -66,9 +75,12 @@ func ReadManifest(ctx context.Context, store Store, prefix string, timeout time.
 // Restore restores the backup under prefix into the replica set whose
 // primary target is connected to: each collection is dropped and created
 // again with its options, its documents inserted in batches and its
-// indexes built; then the window's oplog entries are replayed (applyOps,
-// as mongorestore --oplogReplay does), so the data is as the source was at
-// the manifest's End. Collections the backup does not name are left alone.
+// indexes built; each view is dropped and created again; the roles and
+// users are merged in (mergeAuth: the backup's are written, the target's
+// others stay, opts.Keep are not touched); then the window's oplog entries
+// are replayed (applyOps, as mongorestore --oplogReplay does), so the data
+// is as the source was at the manifest's End. Collections and views the
+// backup does not name are left alone.
 func Restore(ctx context.Context, target *driver.Client, store Store, prefix string, opts RestoreOptions) (*Result, error) {
 	opts.defaults()
 	m, err := ReadManifest(ctx, store, prefix, opts.Timeout)
@@ -81,7 +93,7 @@ func Restore(ctx context.Context, target *driver.Client, store Store, prefix str
 		return nil, err
 	}
 	opts.Log.Info().Str("backup", prefix).Int("collections", res.Collections).Int64("documents", res.Documents).
-		Int64("replayed", res.Replayed).Str("end", m.End.String()).Msg("restore finished")
+		Int("views", res.Views).Int("users", res.Users).Int("roles", res.Roles).Int64("replayed", res.Replayed).Str("end", m.End.String()).Msg("restore finished")
 	return res, nil
 }
 
@@ -109,6 +121,18 @@ func (r *restorer) restore(ctx context.Context, m *Manifest) (*Result, error) {
 		}
 		res.Collections++
 		res.Documents += n
+	}
+	for _, v := range m.Views {
+		if err := r.view(ctx, v); err != nil {
+			return nil, fmt.Errorf("backup: restore the view %s: %w", v.NS(), err)
+		}
+		res.Views++
+	}
+	if res.Roles, err = r.mergeAuth(ctx, "system.roles", m.Roles); err != nil {
+		return nil, err
+	}
+	if res.Users, err = r.mergeAuth(ctx, "system.users", m.Users); err != nil {
+		return nil, err
 	}
 	if res.Replayed, err = r.replay(ctx, m.Oplog); err != nil {
 		return nil, err
@@ -242,7 +266,8 @@ func isCode(err error, code int32) bool {
 	return errors.As(err, &se) && se.HasErrorCode(int(code))
 }
 
-// skipNS reports the namespaces a replay leaves out, as the dump does.
+// skipNS reports the namespaces a replay leaves out, as the dump does
+// (the users, roles and view definitions are taken before: flattenAuthz).
 func skipNS(ns string) bool {
 	db, coll, _ := strings.Cut(ns, ".")
 	return db == "local" || db == "config" || strings.HasPrefix(coll, "system.")

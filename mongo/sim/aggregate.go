@@ -164,8 +164,14 @@ func (c *conn) cmdAggregate(req *Request) (bson.D, error) {
 	}
 	var docs []bson.Raw
 	if _, source := sourceStages[firstStage(specs)]; p.coll != "" && !source {
-		if docs, err = c.n.matching(req, db, p.coll, nil); err != nil {
+		var view bool
+		if docs, view, err = c.viewDocs(req, db, p.coll); err != nil {
 			return nil, err
+		}
+		if !view {
+			if docs, err = c.n.matching(req, db, p.coll, nil); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if docs, err = p.run(docs, specs); err != nil {

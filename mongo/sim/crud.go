@@ -33,6 +33,9 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	db := req.DB()
+	if n.isView(db, coll) {
+		return nil, viewWriteRefused(db, coll)
+	}
 	ns := db + "." + coll
 	docs, err := req.Docs("documents")
 	if err != nil {
@@ -153,6 +156,9 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	db := req.DB()
+	if n.isView(db, coll) {
+		return nil, viewWriteRefused(db, coll)
+	}
 	ns := db + "." + coll
 	ups, err := req.Docs("updates")
 	if err != nil {
@@ -301,6 +307,9 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	db := req.DB()
+	if n.isView(db, coll) {
+		return nil, viewWriteRefused(db, coll)
+	}
 	ns := db + "." + coll
 	dels, err := req.Docs("deletes")
 	if err != nil {

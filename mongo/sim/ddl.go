@@ -30,6 +30,12 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	db := req.DB()
+	if _, err := req.Body.LookupErr("viewOn"); err == nil {
+		return c.cmdCreateView(req, db, coll)
+	}
+	if _, err := req.Body.LookupErr("pipeline"); err == nil {
+		return nil, cerr(codeFailedToParse, "'pipeline' requires 'viewOn' to also be specified")
+	}
 	opts := bson.D{}
 	els, _ := req.Body.Elements()
 	for _, el := range els {
@@ -44,7 +50,7 @@ func (c *conn) cmdCreate(req *Request) (bson.D, error) {
 			}
 		case createOptions[k]:
 			opts = append(opts, bson.E{Key: k, Value: el.Value()})
-		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "viewOn" || k == "pipeline" || k == "encryptedFields":
+		case k == "clusteredIndex" || k == "timeseries" || k == "expireAfterSeconds" || k == "encryptedFields":
 			return nil, cerr(72, "The '%s' option is not modelled by mongod-sim", k)
 		case !createIgnored[k] && !genericArgs[k]:
 			return nil, cerr(40415, "BSON field 'create.%s' is an unknown field.", k)
@@ -106,6 +112,13 @@ func (c *conn) cmdDrop(req *Request) (bson.D, error) {
 	db := req.DB()
 	c.n.mu.Lock()
 	cl := c.n.data.Coll(db, coll, false)
+	if view, err := c.n.dropViewLocked(db, coll); view {
+		c.n.mu.Unlock()
+		if err != nil {
+			return nil, cerr(10107, "not primary")
+		}
+		return c.finishWrite(req, bson.D{{Key: "ns", Value: db + "." + coll}}), nil
+	}
 	if cl == nil {
 		c.n.mu.Unlock()
 		if c.n.cfg.MajorMinor() < "7.0" {
@@ -212,6 +225,7 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 	if db == "local" && n.cfg.ReplSet != "" {
 		names = append(names, "oplog.rs", "system.replset")
 	}
+	views := n.viewsOfLocked(db)
 	n.mu.Unlock()
 	var docs []bson.Raw
 	visible := c.collectionVisible(req)
@@ -233,6 +247,19 @@ func (c *conn) cmdListCollections(req *Request) (bson.D, error) {
 				bson.E{Key: "idIndex", Value: idIndexSpec})
 		}
 		raw := mustRaw(d)
+		if filter != nil {
+			if ok, _ := Match(raw, filter); !ok {
+				continue
+			}
+		}
+		docs = append(docs, raw)
+	}
+	for _, def := range views {
+		raw := mustRaw(viewListing(def, nameOnly))
+		name, _ := raw.Lookup("name").StringValueOK()
+		if !visible(name) {
+			continue
+		}
 		if filter != nil {
 			if ok, _ := Match(raw, filter); !ok {
 				continue

@@ -122,14 +122,13 @@ func intField(req *Request, name string) int64 {
 }
 
 func (c *conn) cmdFind(req *Request) (bson.D, error) {
-	n := c.n
 	coll, e := collName(req, "find")
 	if e != nil {
 		return nil, e
 	}
 	db := req.DB()
 	filter, _ := req.Body.Lookup("filter").DocumentOK()
-	docs, at, err := n.matchingAt(req, db, coll, filter)
+	docs, at, err := c.readable(req, db, coll, filter)
 	if err != nil {
 		return nil, err
 	}
@@ -245,7 +244,7 @@ func (c *conn) cmdCount(req *Request) (bson.D, error) {
 		return nil, e
 	}
 	q, _ := req.Body.Lookup("query").DocumentOK()
-	docs, err := c.n.matching(req, req.DB(), coll, q)
+	docs, _, err := c.readable(req, req.DB(), coll, q)
 	if err != nil {
 		return nil, err
 	}
@@ -266,7 +265,7 @@ func (c *conn) cmdDistinct(req *Request) (bson.D, error) {
 	}
 	key, _ := req.Body.Lookup("key").StringValueOK()
 	q, _ := req.Body.Lookup("query").DocumentOK()
-	docs, err := c.n.matching(req, req.DB(), coll, q)
+	docs, _, err := c.readable(req, req.DB(), coll, q)
 	if err != nil {
 		return nil, err
 	}

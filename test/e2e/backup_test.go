@@ -3,13 +3,16 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	driver "go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -25,7 +28,10 @@ import (
 // (mgors/s3, gofakes3 behind SigV4), the status and `kubectl get mgob`
 // show it Succeeded with its size and restorable point, the Events say so;
 // a MgorsRestore restores it into a second set, which then holds exactly
-// what the first held at the backup's end.
+// what the first held at the backup's end, with the source's application
+// user, its custom role and its view: the user opens with its password
+// and reads through its role, the view answers; the second set's own
+// admin and operator users keep their credentials and it stays Healthy.
 func TestBackupToS3AndRestore(t *testing.T) {
 	t.Parallel()
 	env := harness.Cluster(t)
@@ -62,6 +68,7 @@ func TestBackupToS3AndRestore(t *testing.T) {
 	if _, err := items.Indexes().CreateOne(ctx, driver.IndexModel{Keys: bson.D{{Key: "sku", Value: 1}}}); err != nil {
 		t.Fatal(err)
 	}
+	appUser(t, set)
 	// Writes go on while the backup runs.
 	stop := make(chan struct{})
 	writes := make(chan error, 1)
@@ -172,6 +179,125 @@ func TestBackupToS3AndRestore(t *testing.T) {
 	if len(want) < 200 {
 		t.Fatalf("only %d documents at the backup's end", len(want))
 	}
+	checkAppUser(t, env, set, gotR, len(want))
+	// The target's operator users kept the target's credentials: its
+	// Secrets open them, the source's do not, and the set stays Healthy.
+	for _, c := range []struct{ user, src, dst string }{{"admin", m.AdminSecretName(), target.AdminSecretName()},
+		{"mgors-operator", m.OperatorSecretName(), target.OperatorSecretName()}} {
+		if err := ping(connectSecret(t, env, gotR, c.dst, c.user)); err != nil {
+			t.Errorf("the restored set's %s Secret %s no longer opens its user: %v", c.user, c.dst, err)
+		}
+		if err := ping(connectSecret(t, env, gotR, c.src, c.user)); err == nil {
+			t.Errorf("the source's %s Secret %s opens the restored set's user", c.user, c.src)
+		}
+	}
+	waitMgors(t, env, target.Name, "Healthy after the restore", 2*time.Minute, healthy)
+}
+
+// The application user, its role and the view of the source
+// (appUser), before the backup.
+const (
+	appName     = "app"
+	appPassword = "app-password-e2e"
+)
+
+// appUser creates, on the source, the role orderReader (find on shop.orders
+// and on the view shop.busy, nothing else), the user app holding it, and
+// the view shop.busy: the orders of qty 3 and 4, without qty (the writes
+// during the backup have no qty, so it stays the same).
+func appUser(t *testing.T, set *driver.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, cmd := range []struct {
+		db  string
+		cmd bson.D
+	}{
+		{"shop", bson.D{{Key: "create", Value: "busy"}, {Key: "viewOn", Value: "orders"}, {Key: "pipeline", Value: bson.A{
+			bson.D{{Key: "$match", Value: bson.D{{Key: "qty", Value: bson.D{{Key: "$gte", Value: 3}}}}}},
+			bson.D{{Key: "$project", Value: bson.D{{Key: "qty", Value: 0}}}}}}}},
+		{"admin", bson.D{{Key: "createRole", Value: "orderReader"}, {Key: "roles", Value: bson.A{}}, {Key: "privileges", Value: bson.A{
+			bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "shop"}, {Key: "collection", Value: "orders"}}}, {Key: "actions", Value: bson.A{"find"}}},
+			bson.D{{Key: "resource", Value: bson.D{{Key: "db", Value: "shop"}, {Key: "collection", Value: "busy"}}}, {Key: "actions", Value: bson.A{"find"}}}}}}},
+		{"admin", bson.D{{Key: "createUser", Value: appName}, {Key: "pwd", Value: appPassword},
+			{Key: "roles", Value: bson.A{bson.D{{Key: "role", Value: "orderReader"}, {Key: "db", Value: "admin"}}}}}},
+	} {
+		if err := set.Database(cmd.db).RunCommand(ctx, cmd.cmd).Err(); err != nil {
+			t.Fatalf("%s on the source: %v", cmd.cmd[0].Key, err)
+		}
+	}
+}
+
+// checkAppUser: on the restored set the app user opens with its password,
+// reads shop.orders (all n documents) and the view through its role, and
+// may not write; the view answers as the source's.
+func checkAppUser(t *testing.T, env *harness.Env, source *driver.Client, restored *v1alpha1.Mgors, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	app := connectAs(t, env, restored, appName, appPassword)
+	if got, err := app.Database("shop").Collection("orders").CountDocuments(ctx, bson.D{}); err != nil || got != int64(n) {
+		t.Errorf("app reads %d orders on the restored set (%v), want %d", got, err, n)
+	}
+	if _, err := app.Database("shop").Collection("orders").InsertOne(ctx, bson.D{{Key: "_id", Value: "app"}}); err == nil {
+		t.Error("app wrote shop.orders: its role grants find only")
+	}
+	view := func(c *driver.Client) []string {
+		cur, err := c.Database("shop").Collection("busy").Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			t.Fatalf("find on the view shop.busy: %v", err)
+		}
+		var out []string
+		for cur.Next(ctx) {
+			out = append(out, cur.Current.String())
+		}
+		if err := cur.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	got, want := view(app), view(source)
+	if len(want) != 80 || !slices.Equal(got, want) {
+		t.Errorf("the view shop.busy answers %d documents on the restored set, %d on the source (want 80, the same)", len(got), len(want))
+	} else if strings.Contains(got[0], "qty") {
+		t.Errorf("the view's pipeline was not applied: %s", got[0])
+	}
+}
+
+// connectAs is a client of m as db admin's user with password.
+func connectAs(t *testing.T, env *harness.Env, m *v1alpha1.Mgors, user, password string) *driver.Client {
+	t.Helper()
+	o := options.Client().ApplyURI(m.Status.ConnectionString).
+		SetAuth(options.Credential{AuthSource: "admin", Username: user, Password: password}).
+		SetDialer(&net.Dialer{Resolver: env.Resolver(), Timeout: 3 * time.Second}).
+		SetServerSelectionTimeout(20 * time.Second).SetTimeout(20 * time.Second)
+	c, err := driver.Connect(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Disconnect(context.Background()) })
+	return c
+}
+
+// connectSecret is connectAs with the user and password of a user Secret
+// (its user defaultUser when it names none).
+func connectSecret(t *testing.T, env *harness.Env, m *v1alpha1.Mgors, secret, defaultUser string) *driver.Client {
+	t.Helper()
+	sec, err := env.Client.CoreV1().Secrets(env.Namespace).Get(context.Background(), secret, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	user := string(sec.Data[v1alpha1.AdminUsernameSecretKey])
+	if user == "" {
+		user = defaultUser
+	}
+	return connectAs(t, env, m, user, string(sec.Data[v1alpha1.AdminPasswordSecretKey]))
+}
+
+func ping(c *driver.Client) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return c.Ping(ctx, nil)
 }
 
 // The credential of deploy/samples/backup/s3.yaml.
