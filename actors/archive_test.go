@@ -121,10 +121,10 @@ func TestActorArchivesTheOplog(t *testing.T) {
 	if r := world.started()[2]; r.Backup != "second" || r.From.T != 20 {
 		t.Fatalf("run %+v: want from second's Start", r)
 	}
-	world.bmu.Lock()
-	st := world.statuses["second"]
-	world.bmu.Unlock()
-	if st.Phase != v1alpha1.BackupSucceeded {
-		t.Fatalf("second: %+v", st)
-	}
+	// Its status is written at an observation, not with the start.
+	waitFor(t, "second's status Succeeded", func() bool {
+		world.bmu.Lock()
+		defer world.bmu.Unlock()
+		return world.statuses["second"].Phase == v1alpha1.BackupSucceeded
+	})
 }

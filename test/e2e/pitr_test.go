@@ -160,7 +160,9 @@ func TestPointInTimeRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	tc := connect(t, env, gotR)
-	res, err := backup.RestoreTo(ctx, tc, s3, done.Status.Prefix, archive, at, backup.RestoreOptions{})
+	// As the operator's restores do, the target's own admin user keeps its
+	// credentials (this client is it); the operator's user is always kept.
+	res, err := backup.RestoreTo(ctx, tc, s3, done.Status.Prefix, archive, at, backup.RestoreOptions{Keep: []string{backup.UserID("admin", "admin")}})
 	if err != nil {
 		t.Fatal(err)
 	}
