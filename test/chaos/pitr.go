@@ -59,10 +59,16 @@ func (r *run) prepareArchive(ctx context.Context, wanted []*v1alpha1.Mgors) erro
 	return nil
 }
 
-// takeBackup creates the MgorsBackup of Config.Restore's cluster and waits
-// until it Succeeded, so that the archive runs from it through the faults.
+// takeBackup creates the MgorsBackup of Config.Restore's cluster, once an
+// insert and a register write of it were acknowledged (so the dump holds
+// documents of both collections, and the restore goes through the dump and
+// the replay), and waits until it Succeeded, so that the archive runs from
+// it through the faults.
 func (r *run) takeBackup(ctx context.Context, rs *Restore) error {
-	name := r.cfg.Restore + "-base"
+	name, key := r.cfg.Restore+"-base", r.ns+"/"+r.cfg.Restore
+	if !until(ctx, backupBound, func() bool { return r.rec.acked(key, Insert) && r.rec.acked(key, Write) }) {
+		return fmt.Errorf("no insert and register write of %s acknowledged within %s: no data to back up", key, backupBound)
+	}
 	b := &v1alpha1.MgorsBackup{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.ns},
 		Spec: v1alpha1.MgorsBackupSpec{Cluster: r.cfg.Restore, Store: r.store()}}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -88,6 +94,18 @@ func (r *run) takeBackup(ctx context.Context, rs *Restore) error {
 	rs.Backup, rs.BackupEnd = name, last.End.Time.Time
 	r.log.Info().Str("backup", name).Str("end", rs.BackupEnd.UTC().Format(time.RFC3339)).Msg("backup Succeeded; archiving")
 	return nil
+}
+
+// acked says whether an operation of kind on cluster was acknowledged.
+func (r *recorder) acked(cluster string, kind OpKind) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, o := range r.h.Ops {
+		if o.Cluster == cluster && o.Kind == kind && o.Outcome == OK {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreTarget is the name of the Mgors a run restores into.

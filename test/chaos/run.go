@@ -200,7 +200,6 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 	var rs *Restore
 	if cfg.Restore != "" {
 		rs = &Restore{}
-		sleep(ctx, 2*time.Second) // the first writes create the collections the backup holds
 		if err := r.takeBackup(ctx, rs); err != nil {
 			stopWorkload()
 			workers.Wait()
