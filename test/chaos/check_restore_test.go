@@ -60,6 +60,18 @@ func TestCheckRestore(t *testing.T) {
 		}
 	}
 
+	dir := t.TempDir()
+	if err := WriteReport(dir, h, v); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadReport(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again := Check(back, Bounds{}); again.Restore == nil || *again.Restore != want {
+		t.Errorf("judged again from the report: %+v, want %+v", again.Restore, want)
+	}
+
 	for _, c := range []struct {
 		name   string
 		change func(*Restore)
