@@ -24,7 +24,8 @@ var shortKinds = FaultKinds
 
 // TestChaosShort is the short chaos run of `make test`: a cluster of its own,
 // the operator with two replicas, two replica sets under load, every fault kind
-// once from a fixed seed, and the checker's verdict; the report goes to
+// once from a fixed seed, psa's data restored to a moment inside the faults
+// (Config.Restore), and the checker's verdict; the report goes to
 // .cache/chaos/.
 func TestChaosShort(t *testing.T) {
 	if testing.Short() {
@@ -42,10 +43,10 @@ func TestChaosShort(t *testing.T) {
 	}
 	report := filepath.Join(repo, ".cache", "chaos", "short")
 	_ = os.RemoveAll(report)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	cfg := Config{Dir: dir, Repo: repo, Seed: shortSeed, Duration: 3 * time.Minute, Kinds: shortKinds,
-		ReportDir: report, Log: harness.Logger(t), Healthy: 2 * time.Minute}
+		ReportDir: report, Log: harness.Logger(t), Healthy: 2 * time.Minute, Restore: RestoreCluster}
 	h, err := Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -94,6 +94,9 @@ type Verdict struct {
 	// Linearizable says per cluster whether porcupine found a linearization of
 	// its register history.
 	Linearizable map[string]bool `json:"linearizable"`
+	// Restore is the figures of the point-in-time restore's check; nil
+	// without a restore (or when it failed).
+	Restore *RestoreCounts `json:"restore,omitempty"`
 
 	// lin keeps porcupine's answer for the clusters it rejected, for WriteReport's
 	// visualization.
@@ -122,6 +125,7 @@ func Check(h *History, b Bounds) Verdict {
 	checkFaults(h, b, &v)
 	checkOperator(h, &v)
 	checkLogs(h, &v)
+	checkRestore(h, &v)
 	return v
 }
 

@@ -228,6 +228,9 @@ type History struct {
 	AtRisk []AtRisk      `json:"atRisk,omitempty"`
 	Wiped  []WipedMember `json:"wiped,omitempty"`
 	Final  []Final       `json:"final"`
+	// Restore is the point-in-time restore of one cluster's data taken after
+	// the faults (Config.Restore); nil when the run took none.
+	Restore *Restore `json:"restore,omitempty"`
 
 	// Logs maps a source ("operator/<pod>", "member/<ns>/<pod>", "events",
 	// "eventlog/<cluster>", "status/<cluster>") to its text, for the log and
@@ -235,4 +238,40 @@ type History struct {
 	// (admin passwords, keyfiles), never written anywhere by the report.
 	Logs    map[string]string `json:"-"`
 	Secrets []string          `json:"-"`
+}
+
+// Restore is a point-in-time restore of one cluster of the run: a MgorsBackup
+// taken before the faults, the oplog archived through them, and a
+// MgorsRestore to a moment inside them into a new Mgors, whose data the
+// checker compares with the operations (checkRestore).
+type Restore struct {
+	// Cluster is the Mgors backed up and archived ("namespace/name"), Target
+	// the new one restored into, Backup the MgorsBackup.
+	Cluster string `json:"cluster"`
+	Target  string `json:"target"`
+	Backup  string `json:"backup"`
+	// BackupEnd is the backup's End (the wall time of its last entry).
+	BackupEnd time.Time `json:"backupEnd"`
+	// At is the moment asked for (spec.pointInTime): a whole second, since
+	// the API's times have second resolution.
+	At time.Time `json:"at"`
+	// RestoredTo is what the MgorsRestore reports (status.restoredTo): the
+	// newest entry the data holds, its timestamp "seconds.increment" and its
+	// wall time (a whole second, as the API shows it).
+	RestoredTo     string    `json:"restoredTo,omitempty"`
+	RestoredToWall time.Time `json:"restoredToWall,omitempty"`
+	// Documents and Replayed are the restore's counts: from the dump and
+	// oplog entries replayed over it.
+	Documents int64 `json:"documents"`
+	Replayed  int64 `json:"replayed"`
+	// Created is when the MgorsRestore was created, Done when it was seen Succeeded.
+	Created time.Time `json:"created"`
+	Done    time.Time `json:"done"`
+	// Present are the set's ids and Registers the registers' values read from
+	// the restored set (majority read concern, the primary).
+	Present   []int64          `json:"present"`
+	Registers map[string]int64 `json:"registers"`
+	// Error says why the restore or the read of its data failed ("" when
+	// both worked); the checker then fails the run.
+	Error string `json:"error,omitempty"`
 }

@@ -72,6 +72,7 @@ func summary(w *strings.Builder, h *History, v Verdict) {
 		lin = append(lin, fmt.Sprintf("%s %s", c, yesNo(v.Linearizable[c])))
 	}
 	fmt.Fprintf(w, "lost %d, phantom %d, split-brain %d; linearizable: %s\n", v.Lost, v.Phantom, v.SplitBrain, strings.Join(lin, ", "))
+	w.WriteString(restoreLine(h, v))
 
 	rows.Reset()
 	rows.WriteString("fault kind\tto Healthy p50 / p99 / max (n)\twrite gap p50 / p99 / max (n)\n")

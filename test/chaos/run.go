@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -47,6 +48,11 @@ type Config struct {
 	Clusters []*v1alpha1.Mgors
 	// Scenario, when set, replaces the seeded schedule (Seed, Duration, Kinds).
 	Scenario Scenario
+	// Restore, when set, names the cluster whose data the run restores to a
+	// point in time (pitr.go): a MgorsBackup of it before the faults, its
+	// oplog archived through them, and after them a MgorsRestore to a moment
+	// inside them into a new Mgors (History.Restore).
+	Restore string
 }
 
 // defaultFaults is the injector of Dir: localkube's own faults.
@@ -190,7 +196,17 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 			return nil, err
 		}
 	}
-	sleep(ctx, 10*time.Second) // warm-up: a baseline of writes before the first fault
+	warm := time.Now().Add(10 * time.Second) // warm-up: a baseline of writes before the first fault
+	var rs *Restore
+	if cfg.Restore != "" {
+		rs = &Restore{}
+		if err := r.takeBackup(ctx, rs); err != nil {
+			stopWorkload()
+			workers.Wait()
+			return nil, err
+		}
+	}
+	sleep(ctx, time.Until(warm))
 
 	if cfg.Scenario != nil {
 		if err := cfg.Scenario(ctx, &Scene{r: r}); err != nil {
@@ -224,6 +240,10 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 		r.rec.fault(*f)
 		sleep(ctx, s.Pause)
 	}
+	var targetErr error
+	if rs != nil {
+		targetErr = r.createRestoreTarget(ctx) // it starts while the final reads run
+	}
 	sleep(ctx, 5*time.Second)
 	stopWorkload()
 	workers.Wait()
@@ -235,6 +255,10 @@ func Run(ctx context.Context, cfg Config) (*History, error) {
 		fin := r.final(ctx, t)
 		fin.PVCStart = pvcStart[t.key]
 		h.Final = append(h.Final, fin)
+	}
+	if rs != nil {
+		r.restoreAt(ctx, rs, restoreMoment(h.Faults, rs.BackupEnd), targetErr)
+		h.Restore = rs
 	}
 	r.collect(ctx)
 	stopSamplers()
@@ -310,6 +334,15 @@ func (r *run) createClusters(ctx context.Context) error {
 		demo.Spec.Recovery.MajorityLoss = v1alpha1.RecoveryAutomatic
 		demo.Spec.Recovery.GracePeriod = &metav1.Duration{Duration: majorityGrace}
 		wanted = []*v1alpha1.Mgors{demo, psa}
+	}
+	if r.cfg.Restore != "" {
+		wanted = slices.Clone(wanted)
+		for i := range wanted {
+			wanted[i] = wanted[i].DeepCopy()
+		}
+		if err := r.prepareArchive(ctx, wanted); err != nil {
+			return err
+		}
 	}
 	var names []string
 	for _, m := range wanted {

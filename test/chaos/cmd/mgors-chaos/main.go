@@ -90,7 +90,8 @@ func run() error {
 
 // config reads the run's plan from the environment.
 func config(getenv func(string) string) (chaos.Config, error) {
-	cfg := chaos.Config{Duration: 10 * time.Minute, Seed: time.Now().UnixNano() % 1_000_000, Kinds: chaos.FaultKinds}
+	cfg := chaos.Config{Duration: 10 * time.Minute, Seed: time.Now().UnixNano() % 1_000_000, Kinds: chaos.FaultKinds,
+		Restore: chaos.RestoreCluster}
 	if s := getenv("CHAOS_DURATION"); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil || d <= 0 {

@@ -17,7 +17,7 @@ func TestConfigFromEnvironment(t *testing.T) {
 		t.Fatalf("config %+v", cfg)
 	}
 	def, err := config(func(string) string { return "" })
-	if err != nil || def.Duration != 10*time.Minute || len(def.Kinds) != len(chaos.FaultKinds) {
+	if err != nil || def.Duration != 10*time.Minute || len(def.Kinds) != len(chaos.FaultKinds) || def.Restore != chaos.RestoreCluster {
 		t.Fatalf("defaults %+v %v", def, err)
 	}
 	for _, bad := range []map[string]string{{"CHAOS_DURATION": "ten"}, {"CHAOS_SEED": "x"}, {"CHAOS_FAULTS": "kill-everything"}, {"CHAOS_FAULTS": ","}} {
