@@ -21,7 +21,8 @@ import (
 // is the API's NotFound error. The objects are shared with the cache: never
 // modify one (copy it first). They are as Transform leaves them: no
 // managedFields, no last-applied annotation, a Pod without its spec but its
-// node, a Secret without its data (SecretData has the data).
+// node, a StatefulSet without its pod template's spec, a Secret without its
+// data (SecretData has the data).
 type Reader interface {
 	// Mgors is a Mgors object (status included).
 	Mgors(namespace, name string) (*v1alpha1.Mgors, error)
@@ -76,9 +77,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Transform trims an object before an informer stores it, so the caches
 // hold what the operator reads and nothing else: no managedFields and no
 // last-applied annotation on any kind; a Pod keeps its metadata, its node
-// and its status (phase, conditions, container states); a Secret keeps its
-// metadata only (no value is ever cached in an informer); a Node keeps its
-// name and Ready condition. Anything else (a delete tombstone) passes as is.
+// and its status (phase, conditions, container states); a StatefulSet keeps
+// all but its pod template's spec (the template's metadata, with its hash
+// annotation, stays); a Secret keeps its metadata only (no value is ever
+// cached in an informer); a Node keeps its name and Ready condition. Anything else (a delete tombstone) passes as is.
 func Transform(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -93,6 +95,12 @@ func Transform(obj any) (any, error) {
 			InitContainerStatuses: o.Status.InitContainerStatuses, ContainerStatuses: o.Status.ContainerStatuses}
 	case *corev1.Secret:
 		o.Data, o.StringData, o.Annotations = nil, nil, nil
+	case *appsv1.StatefulSet:
+		// The pod template's spec (containers, probes, volumes) is most of
+		// a StatefulSet and is never read from the cache: the template is
+		// compared by its hash annotation, and EnsureStatefulSet reads the
+		// object fresh before it writes.
+		o.Spec.Template.Spec = corev1.PodSpec{}
 	case *corev1.Node:
 		var ready []corev1.NodeCondition
 		for _, c := range o.Status.Conditions {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
 	mfake "github.com/mgors/operator/kube/client/fake"
@@ -52,6 +54,18 @@ func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
 	n := got.(*corev1.Node)
 	if n.Name != "n1" || n.Labels != nil || n.Status.Images != nil || len(n.Status.Conditions) != 1 || !readiness(n).Ready {
 		t.Errorf("node %+v", n)
+	}
+	set := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "db", ManagedFields: managed},
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3),
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{TemplateHashAnnotation: "h1"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mongod", Args: []string{"--replSet"}}}}},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: DataVolume}}}},
+		Status: appsv1.StatefulSetStatus{Replicas: 3}}
+	got, _ = Transform(set)
+	st := got.(*appsv1.StatefulSet)
+	if st.ManagedFields != nil || *st.Spec.Replicas != 3 || st.Spec.Template.Annotations[TemplateHashAnnotation] != "h1" ||
+		len(st.Spec.Template.Spec.Containers) != 0 || len(st.Spec.VolumeClaimTemplates) != 1 || st.Status.Replicas != 3 {
+		t.Errorf("statefulset %+v", st)
 	}
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: pod}
 	if got, err := Transform(tomb); err != nil || got != any(tomb) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"syscall"
@@ -47,7 +48,12 @@ type Config struct {
 	HealthyWait time.Duration
 	// QPS is the row's client rate limit (0: OperatorQPS).
 	QPS float32
-	Log zerolog.Logger
+	// HeapProfile, when set, is where a heap profile (pprof) is written when
+	// the heap figure is taken, and HeapProfile+".base" one when the heap
+	// before the row is: `go tool pprof -sample_index=inuse_space -base
+	// HeapProfile.base HeapProfile` is what the row added.
+	HeapProfile string
+	Log         zerolog.Logger
 }
 
 // Run measures one row on the API server of base: it creates N Mgors in a
@@ -75,6 +81,9 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	go forgetCalls(hctx, members)
 
 	heapBefore := liveHeap()
+	if c.HeapProfile != "" {
+		writeHeapProfile(c.HeapProfile+".base", c.Log)
+	}
 	qps := c.QPS
 	if qps <= 0 {
 		qps = OperatorQPS
@@ -113,6 +122,9 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	sleep(ctx, c.Settle)
 	steady(ctx, &res, env, members, c)
 	res.Heap = float64(liveHeap()-heapBefore) / 1024 / float64(c.N)
+	if c.HeapProfile != "" {
+		writeHeapProfile(c.HeapProfile, c.Log)
+	}
 	res.RSS = rssMiB()
 
 	f := faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters, c: c}
@@ -255,6 +267,25 @@ func forgetCalls(ctx context.Context, m *Members) {
 	for ctx.Err() == nil {
 		sleep(ctx, 5*time.Second)
 		m.ForgetCalls()
+	}
+}
+
+// writeHeapProfile writes the heap profile of the live heap (liveHeap has
+// just collected) to path; a failure is logged, the run goes on.
+func writeHeapProfile(path string, log zerolog.Logger) {
+	err := func() error {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			_ = f.Close()
+			return err
+		}
+		return f.Close()
+	}()
+	if err != nil {
+		log.Warn().Err(err).Str("path", path).Msg("heap profile not written")
 	}
 }
 
