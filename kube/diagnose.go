@@ -134,6 +134,10 @@ func isDefaultClass(c *storagev1.StorageClass) bool {
 	return c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
 }
 
+// createGrace is how long a new StatefulSet may miss pods before the
+// Events are read for why (createFailure).
+const createGrace = 30 * time.Second
+
 // createFailure is why a StatefulSet of m that misses pods cannot create them
 // (a quota, an admission policy), from its controller's latest FailedCreate
 // Event; nil when it misses none or nothing says why.
@@ -148,9 +152,17 @@ func (a *Applier) createFailure(ctx context.Context, r Reader, m *v1alpha1.Mgors
 	if set.Spec.Replicas == nil || set.Status.Replicas >= *set.Spec.Replicas {
 		return nil, nil
 	}
+	// A set just made misses its pods for a moment: only one older than
+	// createGrace is asked about, so that many clusters made at once do not
+	// list Events at every observation.
+	if time.Since(set.CreationTimestamp.Time) < createGrace {
+		return nil, nil
+	}
 	sel := fields.Set{"involvedObject.kind": "StatefulSet", "involvedObject.name": name, "reason": "FailedCreate"}
 	events, err := bounded(ctx, a, func(ctx context.Context) (*corev1.EventList, error) {
-		return a.Client.CoreV1().Events(m.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String()})
+		// ResourceVersion "0": served from the API server's watch cache, not
+		// a quorum read of etcd; a diagnosis may be a moment old.
+		return a.Client.CoreV1().Events(m.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String(), ResourceVersion: "0"})
 	})
 	if err != nil {
 		return nil, err

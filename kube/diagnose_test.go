@@ -122,6 +122,13 @@ func TestDiagnoseCreateFailure(t *testing.T) {
 	if len(got) != 1 || got[0].Reason != ReasonPodCreateFailed || got[0].Object != "StatefulSet/db" || !strings.Contains(got[0].Message, "memory=2Gi") {
 		t.Errorf("problems %+v", got)
 	}
+	// A StatefulSet made a moment ago is not asked about yet (createGrace).
+	young := set.DeepCopy()
+	young.CreationTimestamp = metav1.Now()
+	cy := fake.NewClientset(young, older, newer)
+	if got, err := NewApplier(cy).Diagnose(ctx, mgorsfake.NewReader(cy, nil), m); err != nil || len(got) != 0 {
+		t.Errorf("a new StatefulSet's problems %+v, %v", got, err)
+	}
 	// A StatefulSet with all its pods has no creation problem, whatever old Events say.
 	full := set.DeepCopy()
 	full.Status.Replicas = *full.Spec.Replicas
