@@ -11,6 +11,7 @@
 //	                                     node-down, node-up, restart-control-plane)
 //	localkube kubelet --config FILE      (started by up, one per Node)
 //	localkube provisioner --dir DIR      (started by up)
+//	localkube loadbalancer --dir DIR     (started by up)
 package main
 
 import (
@@ -58,6 +59,8 @@ func main() {
 		err = kubeletCmd(ctx, args, log)
 	case "provisioner":
 		err = provisionerCmd(ctx, args, log)
+	case "loadbalancer":
+		err = loadBalancerCmd(ctx, args, log)
 	case "help", "-h", "--help":
 		usage()
 	default:
@@ -80,6 +83,7 @@ func usage() {
   localkube status --dir DIR
 `+faultUsage+`  localkube kubelet --config FILE      (started by up, one per Node)
   localkube provisioner --dir DIR      (started by up)
+  localkube loadbalancer --dir DIR     (started by up)
 `)
 }
 
@@ -186,6 +190,16 @@ func provisionerCmd(ctx context.Context, args []string, log zerolog.Logger) erro
 		return errors.New("--dir is required")
 	}
 	return cluster.RunProvisioner(ctx, *dir, log.With().Str("component", "provisioner").Logger())
+}
+
+func loadBalancerCmd(ctx context.Context, args []string, log zerolog.Logger) error {
+	fs := flag.NewFlagSet("loadbalancer", flag.ExitOnError)
+	dir := fs.String("dir", "", "cluster directory (required)")
+	_ = fs.Parse(args)
+	if *dir == "" {
+		return errors.New("--dir is required")
+	}
+	return cluster.RunLoadBalancer(ctx, *dir, log.With().Str("component", "loadbalancer").Logger())
 }
 
 func fileExists(path string) bool {

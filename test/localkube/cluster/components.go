@@ -108,6 +108,11 @@ func provisionerComponent(l layout, opts Options) component {
 	return component{name: "provisioner", args: []string{opts.Localkube, "provisioner", "--dir", l.dir}}
 }
 
+// loadBalancerComponent serves Services of type LoadBalancer (package balancer).
+func loadBalancerComponent(l layout, opts Options) component {
+	return component{name: "loadbalancer", args: []string{opts.Localkube, "loadbalancer", "--dir", l.dir}}
+}
+
 func kubeletComponent(l layout, opts Options, n int) (component, error) {
 	name := NodeName(n)
 	if err := os.MkdirAll(l.nodeDir(name), 0o755); err != nil {

@@ -29,7 +29,7 @@ func stopOrder(l layout) []string {
 		}
 	}
 	sort.Strings(kubelets)
-	order := append(kubelets, "provisioner", "kube-proxy", "coredns", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
+	order := append(kubelets, "loadbalancer", "provisioner", "kube-proxy", "coredns", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd")
 	// Anything else recorded (a component of a newer localkube) goes before the API server.
 	known := map[string]bool{}
 	for _, c := range order {

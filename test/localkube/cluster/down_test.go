@@ -32,7 +32,7 @@ func TestStopOrderStopsKubeletsFirstAndEtcdLast(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := []string{"newthing", "kubelet-localkube-1", "kubelet-localkube-2", "provisioner", "kube-proxy", "coredns",
+	want := []string{"newthing", "kubelet-localkube-1", "kubelet-localkube-2", "loadbalancer", "provisioner", "kube-proxy", "coredns",
 		"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
 	if got := stopOrder(l); !reflect.DeepEqual(got, want) {
 		t.Errorf("stopOrder = %v, want %v", got, want)

@@ -3,6 +3,7 @@ package cluster_test
 import (
 	"bytes"
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,7 +12,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/mgors/operator/test/localkube/cluster"
 	"github.com/mgors/operator/test/localkube/harness"
@@ -42,8 +45,8 @@ func traceOf(t *testing.T) hostTrace {
 
 // TestDownLeavesNothingBehind starts a cluster of its own with a running pod, stops
 // it, and checks the host: no process, mount, network namespace, link or nftables
-// table of the cluster remains, and `up` on the same directory brings back the
-// objects it had.
+// table of the cluster remains (nor a load-balancer listener), and `up` on the
+// same directory brings back the objects it had and the load balancer's address.
 func TestDownLeavesNothingBehind(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
@@ -93,6 +96,10 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitSleeper(ctx, t, dir)
+	lbAddr := loadBalancerAddress(ctx, t, cs)
+	if !listens(lbAddr) {
+		t.Errorf("the load balancer does not listen at %s", lbAddr)
+	}
 	if !strings.Contains(output(t, "ip", "-o", "link", "show", "master", cluster.Bridge), "master "+cluster.Bridge) {
 		t.Fatal("the running pod has no veth on the bridge")
 	}
@@ -120,6 +127,9 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	if ps := output(t, "ps", "-eo", "pid,args"); strings.Contains(ps, dir) {
 		t.Errorf("processes left:\n%s", grepLines(ps, dir))
 	}
+	if listens(lbAddr) {
+		t.Errorf("%s still accepts after down", lbAddr)
+	}
 	if entries, _ := os.ReadDir(filepath.Join(dir, "etcd")); len(entries) == 0 {
 		t.Error("down without --purge removed the etcd data")
 	}
@@ -132,6 +142,17 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	}
 	if got.Data["k"] != "v" {
 		t.Errorf("ConfigMap after up again: %v", got.Data)
+	}
+	// The load balancer, started again, finds its Service's address in the status
+	// and listens there again.
+	if again := loadBalancerAddress(ctx, t, cs); again != lbAddr {
+		t.Errorf("load balancer address %s before down, %s after up", lbAddr, again)
+	}
+	for !listens(lbAddr) {
+		if ctx.Err() != nil {
+			t.Fatalf("the load balancer does not listen at %s after up", lbAddr)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 
 	// A restart of the control plane alone (what harness.RestartControlPlane does)
@@ -152,6 +173,41 @@ func TestDownLeavesNothingBehind(t *testing.T) {
 	if err != nil || len(pidsAfter) != 1 || pidsAfter[0] != pidsBefore[0] {
 		t.Errorf("sleeper's process %v before the restart, %v after (%v)", pidsBefore, pidsAfter, err)
 	}
+}
+
+// loadBalancerAddress creates (once) the Service of type LoadBalancer "front"
+// and returns its ingress IP and port once the load balancer has given it one.
+func loadBalancerAddress(ctx context.Context, t *testing.T, cs kubernetes.Interface) string {
+	t.Helper()
+	_, err := cs.CoreV1().Services("default").Create(ctx, &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "front"},
+		Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeLoadBalancer, Selector: map[string]string{"app": "none"},
+			Ports: []corev1.ServicePort{{Port: 8080}}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	for {
+		svc, err := cs.CoreV1().Services("default").Get(ctx, "front", metav1.GetOptions{})
+		if err == nil && len(svc.Status.LoadBalancer.Ingress) == 1 && svc.Status.LoadBalancer.Ingress[0].IP != "" {
+			return net.JoinHostPort(svc.Status.LoadBalancer.Ingress[0].IP, "8080")
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("Service front has no load-balancer address: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// listens: a TCP connection to addr is accepted (a listener without a backend
+// closes it at once, after the accept).
+func listens(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
 }
 
 func running(t *testing.T, dir string) map[string]int {

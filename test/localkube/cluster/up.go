@@ -152,6 +152,7 @@ func Up(ctx context.Context, opts Options, log zerolog.Logger) error {
 			return httpOK(ctx, nil, fmt.Sprintf("http://127.0.0.1:%d/ready", corednsReady))
 		}},
 		{provisionerComponent(l, opts), nil},
+		{loadBalancerComponent(l, opts), nil},
 	}
 	// A Node taken down by a fault (NodeDown) stays down until NodeUp.
 	down := nodesDown(l)
@@ -273,6 +274,7 @@ func writeCredentials(l layout, opts Options) error {
 		{name: "kube-proxy", cn: "system:kube-proxy", client: true},
 		{name: "coredns", cn: "system:coredns", client: true},
 		{name: "provisioner", cn: "localkube:provisioner", orgs: []string{"system:masters"}, client: true},
+		{name: "loadbalancer", cn: "localkube:loadbalancer", orgs: []string{"system:masters"}, client: true},
 	}
 	for i := 1; i <= opts.Nodes; i++ {
 		n := NodeName(i)
@@ -293,7 +295,7 @@ func writeCredentials(l layout, opts Options) error {
 	if err := kc(l.kubeconfig(), "admin"); err != nil {
 		return err
 	}
-	for _, c := range []string{"controller-manager", "scheduler", "kube-proxy", "coredns", "provisioner"} {
+	for _, c := range []string{"controller-manager", "scheduler", "kube-proxy", "coredns", "provisioner", "loadbalancer"} {
 		if err := kc(l.kubeconfigFor(c), c); err != nil {
 			return err
 		}

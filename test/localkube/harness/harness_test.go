@@ -134,7 +134,7 @@ func pids(t *testing.T, dir string) map[string]int {
 func TestUpAgainLeavesRunningPartsAlone(t *testing.T) {
 	env := harness.Shared(t)
 	before := pids(t, env.Dir)
-	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "coredns", "provisioner"} {
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "coredns", "provisioner", "loadbalancer"} {
 		if before[c] == 0 {
 			t.Fatalf("%s is not running: %v", c, before)
 		}
