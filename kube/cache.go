@@ -80,7 +80,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // and its status (phase, conditions, container states); a StatefulSet keeps
 // all but its pod template's spec (the template's metadata, with its hash
 // annotation, stays); a Secret keeps its metadata only (no value is ever
-// cached in an informer); a Node keeps its name and Ready condition. Anything else (a delete tombstone) passes as is.
+// cached in an informer); a Node keeps its name and Ready condition.
+// Anything else (a delete tombstone) passes as is.
 func Transform(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)

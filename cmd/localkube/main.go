@@ -173,33 +173,38 @@ func downCmd(ctx context.Context, args []string, log zerolog.Logger) error {
 }
 
 func statusCmd(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("status", flag.ExitOnError)
-	dir := fs.String("dir", "", "cluster directory (required)")
-	_ = fs.Parse(args)
-	if *dir == "" {
-		return errors.New("--dir is required")
+	dir, err := dirFlag("status", args)
+	if err != nil {
+		return err
 	}
-	return cluster.PrintStatus(ctx, os.Stdout, *dir)
+	return cluster.PrintStatus(ctx, os.Stdout, dir)
 }
 
 func provisionerCmd(ctx context.Context, args []string, log zerolog.Logger) error {
-	fs := flag.NewFlagSet("provisioner", flag.ExitOnError)
-	dir := fs.String("dir", "", "cluster directory (required)")
-	_ = fs.Parse(args)
-	if *dir == "" {
-		return errors.New("--dir is required")
+	dir, err := dirFlag("provisioner", args)
+	if err != nil {
+		return err
 	}
-	return cluster.RunProvisioner(ctx, *dir, log.With().Str("component", "provisioner").Logger())
+	return cluster.RunProvisioner(ctx, dir, log.With().Str("component", "provisioner").Logger())
 }
 
 func loadBalancerCmd(ctx context.Context, args []string, log zerolog.Logger) error {
-	fs := flag.NewFlagSet("loadbalancer", flag.ExitOnError)
+	dir, err := dirFlag("loadbalancer", args)
+	if err != nil {
+		return err
+	}
+	return cluster.RunLoadBalancer(ctx, dir, log.With().Str("component", "loadbalancer").Logger())
+}
+
+// dirFlag parses the only flag of the subcommand name, --dir, which it needs.
+func dirFlag(name string, args []string) (string, error) {
+	fs := flag.NewFlagSet(name, flag.ExitOnError)
 	dir := fs.String("dir", "", "cluster directory (required)")
 	_ = fs.Parse(args)
 	if *dir == "" {
-		return errors.New("--dir is required")
+		return "", errors.New("--dir is required")
 	}
-	return cluster.RunLoadBalancer(ctx, *dir, log.With().Str("component", "loadbalancer").Logger())
+	return *dir, nil
 }
 
 func fileExists(path string) bool {

@@ -5,8 +5,9 @@
 // every database but local and config, the users and roles
 // (admin.system.users and admin.system.roles, as stored) and the views'
 // definitions, read from one member while it keeps applying writes, plus
-// the oplog entries the member applied while it was read. Restoring the documents and then replaying those entries gives the
-// data as it was at the end of the window (mongodump --oplog's method).
+// the oplog entries the member applied while it was read. Restoring the
+// documents and then replaying those entries gives the data as it was at
+// the end of the window (mongodump --oplog's method).
 // See docs/design/backup.md.
 package backup
 

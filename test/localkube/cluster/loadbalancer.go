@@ -16,18 +16,30 @@ import (
 // balancer) with its own identity, until ctx ends. `up` starts it as the
 // component "loadbalancer", beside the control plane.
 func RunLoadBalancer(ctx context.Context, dir string, log zerolog.Logger) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", layout{dir: dir}.kubeconfigFor("loadbalancer"))
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = 15 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
+	_, cs, err := componentClient(dir, "loadbalancer")
 	if err != nil {
 		return err
 	}
 	return balancer.Run(ctx, cs, log)
+}
+
+// componentClient is the API client of the component name of the cluster in
+// dir (its own kubeconfig, so its own identity), each call bounded, and the
+// cluster's layout.
+func componentClient(dir, name string) (layout, kubernetes.Interface, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return layout{}, nil, err
+	}
+	l := layout{dir: dir}
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfigFor(name))
+	if err != nil {
+		return layout{}, nil, err
+	}
+	cfg.Timeout = 15 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return layout{}, nil, err
+	}
+	return l, cs, nil
 }

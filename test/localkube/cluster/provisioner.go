@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const (
@@ -36,17 +35,7 @@ const (
 // volumes of a test cluster number in the tens, and a full pass each time keeps the
 // loop stateless across restarts.
 func RunProvisioner(ctx context.Context, dir string, log zerolog.Logger) error {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
-		return err
-	}
-	l := layout{dir: dir}
-	cfg, err := clientcmd.BuildConfigFromFlags("", l.kubeconfigFor("provisioner"))
-	if err != nil {
-		return err
-	}
-	cfg.Timeout = 15 * time.Second
-	cs, err := kubernetes.NewForConfig(cfg)
+	l, cs, err := componentClient(dir, "provisioner")
 	if err != nil {
 		return err
 	}
