@@ -74,6 +74,9 @@ type Deps struct {
 	// Released, when set, is told by the Manager that a drained cluster's
 	// actor stopped (ClusterDrain); it must not block.
 	Released func(namespace, name, uid string)
+	// Gate bounds the writing steps in flight across all actors (gate.go);
+	// nil: no bound.
+	Gate *Gate
 }
 
 // Metrics is what the actors report; cmd wires it to Prometheus.
@@ -275,6 +278,7 @@ func (c *cluster) recover(ctx actor.Context) {
 	c.busy = true
 	deps, stream := c.deps, c.stream
 	async(ctx, func() any {
+		defer deps.Gate.enter()()
 		lctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		snap, recs, err := deps.Store.Load(lctx, stream)
@@ -376,6 +380,7 @@ func (c *cluster) persist(ctx actor.Context, events []Event, action *Action, cau
 		if err := deps.mayWrite(); err != nil {
 			return persisted{err: err, fencedBy: err.Error()}
 		}
+		defer deps.Gate.enter()()
 		pctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		err := deps.Store.Append(pctx, stream, recs...)
@@ -427,6 +432,7 @@ func (c *cluster) carryOut(ctx actor.Context, a Action) {
 		if err := deps.mayWrite(); err != nil {
 			return acted{action: a, err: err, fencedBy: err.Error()}
 		}
+		defer deps.Gate.enter()()
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)
 		defer cancel()
@@ -497,6 +503,7 @@ func (c *cluster) maybeSnapshot(ctx actor.Context) {
 	deps, stream, log := c.deps, c.stream, c.log
 	go func() {
 		defer recoverIn(log, "saving a snapshot")
+		defer deps.Gate.enter()()
 		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		if err := deps.Store.SaveSnapshot(sctx, stream, snap); err != nil {

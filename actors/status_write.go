@@ -3,28 +3,24 @@ package actors
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
 )
 
 // statusWriter orders the status writes of a cluster, which run off the
 // mailbox: each write is numbered when the actor computes it, and one
-// started after a newer one is dropped, so a slow old write never
-// overwrites a newer status (it would stay until the next change, which a
-// quiet Healthy cluster may not have for a minute).
+// overtaken by a newer one is dropped, so a slow old write never overwrites
+// a newer status (it would stay until the next change, which a quiet Healthy
+// cluster may not have for a minute), and a status that a newer one replaces
+// before it got its turn (the Gate, the write before it) is never sent.
 type statusWriter struct {
-	mu      sync.Mutex // held during a write: writes never overlap
-	next    uint64     // the number of the last status computed
-	written uint64     // the number of the last status sent
+	next atomic.Uint64 // the number of the last status computed (the actor's: never waits for mu)
+	mu   sync.Mutex    // held during a write: writes never overlap
 }
 
 // number numbers a status as it is computed, in the actor.
-func (w *statusWriter) number() uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.next++
-	return w.next
-}
+func (w *statusWriter) number() uint64 { return w.next.Add(1) }
 
 // writeStatus writes, off the mailbox, the Mgors status computed from the
 // state and the last observation, then the statuses of its MgorsBackups and
@@ -41,12 +37,12 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()
 	go func() {
 		defer recoverIn(log, "writing status")
-		w.mu.Lock()
+		w.mu.Lock() // before the Gate: a slot is never held waiting for mu
 		defer w.mu.Unlock()
-		if n < w.written {
-			return // a newer status was sent already
+		defer deps.Gate.enter()()
+		if n < w.next.Load() {
+			return // a newer status is computed, and is written after this one
 		}
-		w.written = n
 		if deps.mayWrite() != nil {
 			return // the fence stops the actor at its next append or action
 		}

@@ -216,6 +216,9 @@ func run(ctx context.Context, o options, log zerolog.Logger) error {
 		Interval: o.interval, ObserveTimeout: o.observeTimeout, ActTimeout: o.actTimeout,
 		SnapshotEvery: o.snapshotEvery, Metrics: met, Mailbox: met.mailboxStats,
 		AfterAppend: crashHook(log),
+		// As many writing steps in flight as the client is given requests a
+		// second: none waits for the rate limiter past its deadline.
+		Gate: actors.NewGate(int(cfg.QPS)),
 	}
 	var current atomic.Pointer[running]
 	health.HandleFunc("/owned", ownedHandler(o.identity, &current, deps))

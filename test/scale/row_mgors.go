@@ -22,6 +22,9 @@ func RunMgors(ctx context.Context, env *Env) error {
 		Interval: time.Minute, ObserveTimeout: 20 * time.Second, ActTimeout: 60 * time.Second, SnapshotEvery: 100,
 		Metrics: env.Observations,
 	}
+	if env.Config != nil {
+		deps.Gate = actors.NewGate(int(env.Config.QPS)) // as cmd/mgors-operator: one slot per request a second
+	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(zerolog.NewSlogHandler(env.Log.With().Str("component", "protoactor").Logger().Level(zerolog.WarnLevel)))
 	}))
