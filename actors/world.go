@@ -163,7 +163,7 @@ func (w *KubeWorld) Observe(ctx context.Context, m *v1alpha1.Mgors, desired []mo
 		return o, err
 	}
 	w.observeKeyfile(ctx, m, &o)
-	problems, err := w.Applier.Diagnose(ctx, w.Cache, m)
+	problems, err := kube.Diagnose(w.Cache, m)
 	if err != nil {
 		return o, fmt.Errorf("diagnosing: %w", err)
 	}

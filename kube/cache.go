@@ -53,6 +53,11 @@ type Reader interface {
 	// SecretData is a Secret with its data, as of the resourceVersion the
 	// cache holds. Never log what it returns.
 	SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error)
+	// FailedCreates are the FailedCreate Events of the StatefulSet
+	// namespace/name (its controller could not make a pod: a quota, an
+	// admission policy), of any incarnation of the name: the caller matches
+	// the UID. None is a slice of length 0 and no error.
+	FailedCreates(namespace, name string) ([]*corev1.Event, error)
 	// Node is a node with its Ready condition only; ErrNotWatched in the
 	// namespaced install, which may not read nodes.
 	Node(name string) (*corev1.Node, error)
@@ -80,7 +85,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // and its status (phase, conditions, container states); a StatefulSet keeps
 // all but its pod template's spec (the template's metadata, with its hash
 // annotation, stays); a Secret keeps its metadata only (no value is ever
-// cached in an informer); a Node keeps its name and Ready condition.
+// cached in an informer); an Event keeps whose it is (kind, name, UID), its
+// reason, message and times; a Node keeps its name and Ready condition.
 // Anything else (a delete tombstone) passes as is.
 func Transform(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
@@ -102,6 +108,11 @@ func Transform(obj any) (any, error) {
 		// compared by its hash annotation, and EnsureStatefulSet reads the
 		// object fresh before it writes.
 		o.Spec.Template.Spec = corev1.PodSpec{}
+	case *corev1.Event:
+		// What createFailure reads: whose, why, and when it last happened.
+		o.ObjectMeta = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion}
+		o.InvolvedObject = corev1.ObjectReference{Kind: o.InvolvedObject.Kind, Name: o.InvolvedObject.Name, UID: o.InvolvedObject.UID}
+		o.Source, o.Related, o.Action, o.ReportingController, o.ReportingInstance = corev1.EventSource{}, nil, "", "", ""
 	case *corev1.Node:
 		var ready []corev1.NodeCondition
 		for _, c := range o.Status.Conditions {

@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,8 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/mgors/operator/kube/api/v1alpha1"
@@ -64,11 +61,10 @@ var waitingProblems = map[string]string{
 // recovery: StatefulSets that cannot create their pods, unschedulable pods,
 // claims waiting for a StorageClass that does not exist, images that cannot be
 // pulled, containers that crash. It reads the objects from r (the informer
-// caches); only a StatefulSet that misses pods costs an API call, the list of
-// its FailedCreate Events, with the Applier's deadline. It returns the
+// caches, the FailedCreate Events included): no API call. It returns the
 // problems sorted by object; none means nothing outside the operator is known
 // to block.
-func (a *Applier) Diagnose(ctx context.Context, r Reader, m *v1alpha1.Mgors) ([]Problem, error) {
+func Diagnose(r Reader, m *v1alpha1.Mgors) ([]Problem, error) {
 	sel := labels.SelectorFromSet(ClusterSelectorLabels(m))
 	pods, err := r.Pods(m.Namespace, sel)
 	if err != nil {
@@ -79,7 +75,7 @@ func (a *Applier) Diagnose(ctx context.Context, r Reader, m *v1alpha1.Mgors) ([]
 		out = append(out, podProblems(p)...)
 	}
 	for _, name := range []string{m.Name, ArbiterName(m)} {
-		p, err := a.createFailure(ctx, r, m, name)
+		p, err := createFailure(r, m, name)
 		if err != nil {
 			return nil, err
 		}
@@ -134,14 +130,11 @@ func isDefaultClass(c *storagev1.StorageClass) bool {
 	return c.Annotations["storageclass.kubernetes.io/is-default-class"] == "true"
 }
 
-// createGrace is how long a new StatefulSet may miss pods before the
-// Events are read for why (createFailure).
-const createGrace = 30 * time.Second
-
 // createFailure is why a StatefulSet of m that misses pods cannot create them
 // (a quota, an admission policy), from its controller's latest FailedCreate
-// Event; nil when it misses none or nothing says why.
-func (a *Applier) createFailure(ctx context.Context, r Reader, m *v1alpha1.Mgors, name string) (*Problem, error) {
+// Event (the informer's, Reader.FailedCreates: no API read); nil when it
+// misses none or nothing says why.
+func createFailure(r Reader, m *v1alpha1.Mgors, name string) (*Problem, error) {
 	set, err := r.StatefulSet(m.Namespace, name)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -152,26 +145,14 @@ func (a *Applier) createFailure(ctx context.Context, r Reader, m *v1alpha1.Mgors
 	if set.Spec.Replicas == nil || set.Status.Replicas >= *set.Spec.Replicas {
 		return nil, nil
 	}
-	// A set just made misses its pods for a moment: only one older than
-	// createGrace is asked about, so that many clusters made at once do not
-	// list Events at every observation.
-	if time.Since(set.CreationTimestamp.Time) < createGrace {
-		return nil, nil
-	}
-	sel := fields.Set{"involvedObject.kind": "StatefulSet", "involvedObject.name": name, "reason": "FailedCreate"}
-	events, err := bounded(ctx, a, func(ctx context.Context) (*corev1.EventList, error) {
-		// ResourceVersion "0": served from the API server's watch cache, not
-		// a quorum read of etcd; a diagnosis may be a moment old.
-		return a.Client.CoreV1().Events(m.Namespace).List(ctx, metav1.ListOptions{FieldSelector: sel.AsSelector().String(), ResourceVersion: "0"})
-	})
+	events, err := r.FailedCreates(m.Namespace, name)
 	if err != nil {
 		return nil, err
 	}
 	var latest *corev1.Event
-	for i := range events.Items {
-		e := &events.Items[i]
-		if e.InvolvedObject.UID != set.UID || e.Reason != "FailedCreate" {
-			continue // the selector is a hint some servers and fakes ignore
+	for _, e := range events {
+		if e.InvolvedObject.UID != set.UID {
+			continue // of a previous StatefulSet of the same name
 		}
 		if latest == nil || eventTime(e).After(eventTime(latest)) {
 			latest = e

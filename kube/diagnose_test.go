@@ -1,7 +1,6 @@
 package kube
 
 import (
-	"context"
 	"strings"
 	"testing"
 	"time"
@@ -22,7 +21,6 @@ import (
 )
 
 func TestDiagnose(t *testing.T) {
-	ctx := context.Background()
 	m := sample(func(m *v1alpha1.Mgors) { m.Spec.Storage.StorageClassName = ptr.To("missing") })
 	pod := func(name string, status corev1.PodStatus) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", Labels: Labels(m, ComponentMember)}, Status: status}
@@ -50,7 +48,7 @@ func TestDiagnose(t *testing.T) {
 	noClass.Status.Phase = corev1.ClaimPending
 
 	c := fake.NewClientset(unschedulable, crashing, pulling, healthy, otherCluster, claim, bound, noClass)
-	got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m)
+	got, err := Diagnose(mgorsfake.NewReader(c, nil), m)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,12 +74,12 @@ func TestDiagnose(t *testing.T) {
 	c = fake.NewClientset(claim, noClass,
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "missing"}},
 		&storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: "std", Annotations: map[string]string{"storageclass.kubernetes.io/is-default-class": "true"}}})
-	if got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m); err != nil || len(got) != 0 {
+	if got, err := Diagnose(mgorsfake.NewReader(c, nil), m); err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}
 	c = fake.NewClientset()
 	failOnce(c, "list", "pods", internal())
-	if _, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m); !apierrors.IsInternalError(err) {
+	if _, err := Diagnose(mgorsfake.NewReader(c, nil), m); !apierrors.IsInternalError(err) {
 		t.Errorf("err = %v", err)
 	}
 }
@@ -98,7 +96,6 @@ func TestClip(t *testing.T) {
 }
 
 func TestDiagnoseCreateFailure(t *testing.T) {
-	ctx := context.Background()
 	m := sample()
 	set := StatefulSet(m, Options{})
 	set.UID = "sts-uid"
@@ -115,25 +112,18 @@ func TestDiagnoseCreateFailure(t *testing.T) {
 	newer := event("e2", "sts-uid", `create Pod db-1 in StatefulSet db failed error: pods "db-1" is forbidden: exceeded quota: q, requested: memory=2Gi`, t0.Add(time.Minute))
 	stale := event("e3", "previous-uid", "from the StatefulSet of a previous incarnation", t0.Add(time.Hour))
 	c := fake.NewClientset(set, older, newer, stale)
-	got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m)
+	got, err := Diagnose(mgorsfake.NewReader(c, nil), m)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 1 || got[0].Reason != ReasonPodCreateFailed || got[0].Object != "StatefulSet/db" || !strings.Contains(got[0].Message, "memory=2Gi") {
 		t.Errorf("problems %+v", got)
 	}
-	// A StatefulSet made a moment ago is not asked about yet (createGrace).
-	young := set.DeepCopy()
-	young.CreationTimestamp = metav1.Now()
-	cy := fake.NewClientset(young, older, newer)
-	if got, err := NewApplier(cy).Diagnose(ctx, mgorsfake.NewReader(cy, nil), m); err != nil || len(got) != 0 {
-		t.Errorf("a new StatefulSet's problems %+v, %v", got, err)
-	}
 	// A StatefulSet with all its pods has no creation problem, whatever old Events say.
 	full := set.DeepCopy()
 	full.Status.Replicas = *full.Spec.Replicas
 	c = fake.NewClientset(full, newer)
-	if got, err := NewApplier(c).Diagnose(ctx, mgorsfake.NewReader(c, nil), m); err != nil || len(got) != 0 {
+	if got, err := Diagnose(mgorsfake.NewReader(c, nil), m); err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}
 }
@@ -151,7 +141,7 @@ func TestDiagnoseWithoutStorageClassRights(t *testing.T) {
 	c.PrependReactor("*", "storageclasses", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, ErrNotWatched // the namespaced install's reader
 	})
-	got, err := NewApplier(c).Diagnose(context.Background(), mgorsfake.NewReader(c, nil), m)
+	got, err := Diagnose(mgorsfake.NewReader(c, nil), m)
 	if err != nil || len(got) != 0 {
 		t.Errorf("problems %v err %v", got, err)
 	}

@@ -58,6 +58,9 @@ type Informers struct {
 	opts InformerOptions
 
 	owned, all informers.SharedInformerFactory
+	// failures holds the FailedCreate Events of StatefulSets (FailedCreates).
+	failures   informers.SharedInformerFactory
+	failedSets cache.Indexer
 	mgors      cache.SharedIndexInformer
 	backups    cache.SharedIndexInformer
 	restores   cache.SharedIndexInformer
@@ -72,11 +75,10 @@ type Informers struct {
 	classes  storagelisters.StorageClassLister
 
 	synced atomic.Bool
-	// values holds the Secrets SecretData read, by namespace/name, with the
-	// resourceVersion they were read at; only those asked for, and each
-	// dropped when its Secret is deleted.
+	// values holds the Secrets SecretData read, by namespace/name; only
+	// those asked for, and each dropped when its Secret is deleted.
 	mu         sync.Mutex
-	values     map[string]*corev1.Secret
+	values     map[string]secretValue
 	valueReads atomic.Int64
 }
 
@@ -84,7 +86,7 @@ var _ Reader = (*Informers)(nil)
 
 // NewInformers makes the informers; nothing is watched before Start.
 func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOptions) *Informers {
-	i := &Informers{kube: kc, opts: o, values: map[string]*corev1.Secret{}}
+	i := &Informers{kube: kc, opts: o, values: map[string]secretValue{}}
 	i.owned = informers.NewSharedInformerFactoryWithOptions(kc, o.Resync,
 		informers.WithNamespace(o.Namespace), informers.WithTransform(Transform),
 		informers.WithTweakListOptions(func(l *metav1.ListOptions) { l.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
@@ -95,6 +97,12 @@ func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOption
 	i.services = i.owned.Core().V1().Services().Lister()
 	i.sets = i.owned.Apps().V1().StatefulSets().Lister()
 	i.budgets = i.owned.Policy().V1().PodDisruptionBudgets().Lister()
+	i.failures = informers.NewSharedInformerFactoryWithOptions(kc, o.Resync,
+		informers.WithNamespace(o.Namespace), informers.WithTransform(Transform),
+		informers.WithTweakListOptions(func(l *metav1.ListOptions) { l.FieldSelector = failedCreateSelector }))
+	failed := i.failures.Core().V1().Events().Informer()
+	_ = failed.AddIndexers(cache.Indexers{failedSetIndex: failedSet})
+	i.failedSets = failed.GetIndexer()
 	secrets := i.all.Core().V1().Secrets()
 	i.secrets = secrets.Lister()
 	_, _ = secrets.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{DeleteFunc: i.forgetValue})
@@ -217,6 +225,7 @@ func (i *Informers) Start(ctx context.Context) {
 	go i.restores.RunWithContext(ctx)
 	i.owned.Start(ctx.Done())
 	i.all.Start(ctx.Done())
+	i.failures.Start(ctx.Done())
 }
 
 // WaitForSync waits until every cache holds its first list; only then do
@@ -231,7 +240,7 @@ func (i *Informers) WaitForSync(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), i.restores.HasSynced) {
 		return fmt.Errorf("the MgorsRestore cache did not sync (is the mgorsrestores.mgors.io CRD installed?): %w", context.Cause(ctx))
 	}
-	for _, f := range []informers.SharedInformerFactory{i.owned, i.all} {
+	for _, f := range []informers.SharedInformerFactory{i.owned, i.all, i.failures} {
 		for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return fmt.Errorf("the %v cache did not sync: %w", typ, context.Cause(ctx))
@@ -249,6 +258,7 @@ func (i *Informers) Synced() bool { return i.synced.Load() }
 func (i *Informers) Shutdown() {
 	i.owned.Shutdown()
 	i.all.Shutdown()
+	i.failures.Shutdown()
 }
 
 // SecretValueReads counts the GETs SecretData made: one per Secret and
@@ -412,9 +422,18 @@ func (i *Informers) Secret(namespace, name string) (*corev1.Secret, error) {
 	return i.secrets.Secrets(namespace).Get(name)
 }
 
+// secretValue is a Secret SecretData read, and the resourceVersion the
+// cache showed when it was read.
+type secretValue struct {
+	secret *corev1.Secret
+	seen   string
+}
+
 // SecretData returns the Secret with its data: the copy read before while
-// the cache shows the same resourceVersion, else one bounded GET (counted,
-// SecretValueReads). A Secret the cache does not hold is NotFound, with no GET.
+// the cache shows its resourceVersion, or still the one it showed when the
+// copy was read (the cache lags a write the GET already saw: the copy is
+// the newer), else one bounded GET (counted, SecretValueReads). A Secret the
+// cache does not hold is NotFound, with no GET.
 func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	meta, err := i.Secret(namespace, name)
 	if err != nil {
@@ -424,8 +443,8 @@ func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*co
 	i.mu.Lock()
 	v, ok := i.values[key]
 	i.mu.Unlock()
-	if ok && v.ResourceVersion == meta.ResourceVersion && v.UID == meta.UID {
-		return v, nil
+	if ok && v.secret.UID == meta.UID && (v.secret.ResourceVersion == meta.ResourceVersion || v.seen == meta.ResourceVersion) {
+		return v.secret, nil
 	}
 	cctx, cancel := context.WithTimeout(ctx, DefaultCallTimeout)
 	defer cancel()
@@ -437,7 +456,7 @@ func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*co
 	s.ManagedFields = nil
 	delete(s.Annotations, lastApplied)
 	i.mu.Lock()
-	i.values[key] = s
+	i.values[key] = secretValue{secret: s, seen: meta.ResourceVersion}
 	i.mu.Unlock()
 	return s, nil
 }
@@ -452,6 +471,40 @@ func (i *Informers) forgetValue(obj any) {
 		delete(i.values, s.Namespace+"/"+s.Name)
 		i.mu.Unlock()
 	}
+}
+
+// failedCreateSelector selects the Events the failures informer holds: the
+// StatefulSet controller's FailedCreate, filtered by the API server.
+const failedCreateSelector = "involvedObject.kind=StatefulSet,reason=FailedCreate"
+
+// failedSetIndex indexes those Events by "namespace/statefulset".
+const failedSetIndex = "statefulset"
+
+func failedSet(obj any) ([]string, error) {
+	e, ok := obj.(*corev1.Event)
+	if !ok {
+		return nil, nil
+	}
+	return []string{e.Namespace + "/" + e.InvolvedObject.Name}, nil
+}
+
+// FailedCreates lists from the cache the FailedCreate Events of the
+// StatefulSet namespace/name.
+func (i *Informers) FailedCreates(namespace, name string) ([]*corev1.Event, error) {
+	if err := i.ready(); err != nil {
+		return nil, err
+	}
+	objs, err := i.failedSets.ByIndex(failedSetIndex, namespace+"/"+name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*corev1.Event, 0, len(objs))
+	for _, obj := range objs {
+		if e, ok := obj.(*corev1.Event); ok {
+			out = append(out, e)
+		}
+	}
+	return out, nil
 }
 
 // Node reads a node's readiness from the cache.

@@ -133,6 +133,36 @@ func TestInformers(t *testing.T) {
 	if _, err := inf.SecretData(ctx, "ns", "gone"); !apierrors.IsNotFound(err) || gets != 2 {
 		t.Fatalf("a Secret the cache lacks: %v, %d GETs", err, gets)
 	}
+	// The cache lags a write the GET already saw (it shows 1, the API 7):
+	// the copy read is the newer, and is kept until the cache moves.
+	late := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "ns", ResourceVersion: "7"},
+		Data: map[string][]byte{"password": []byte("seven")}}
+	kc.PrependReactor("get", "secrets", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.GetAction).GetName() == "late" {
+			gets++ // this reactor answers before the counting one
+			return true, late.DeepCopy(), nil
+		}
+		return false, nil, nil
+	})
+	if _, err := kc.CoreV1().Secrets("ns").Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "late", Namespace: "ns", ResourceVersion: "1"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if s, _ := inf.Secret("ns", "late"); s != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache never saw the new Secret")
+		}
+	}
+	for range 3 {
+		if s, err := inf.SecretData(ctx, "ns", "late"); err != nil || string(s.Data["password"]) != "seven" {
+			t.Fatalf("behind a lagging cache: %v, %v", s, err)
+		}
+	}
+	if gets != 3 {
+		t.Fatalf("%d GETs: one for the Secret behind a lagging cache, none after", gets)
+	}
 	if _, err := inf.Node("n1"); !errors.Is(err, ErrNotWatched) {
 		t.Errorf("node without ClusterScoped: %v", err)
 	}

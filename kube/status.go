@@ -23,18 +23,20 @@ import (
 
 // StatusWriter writes the status of Mgors objects (and, with Backup and
 // Restore, of MgorsBackups and MgorsRestores) in small transactions: a
-// fresh read, a change applied to a copy, and a write only when the status
-// really changed, retried from a fresh read on conflict. The actor owns what
-// the status says; the writer owns how it gets there safely.
+// read (the cache's copy when there is one), a change applied to a copy, and
+// a write only when the status really changed, carrying the read's
+// resourceVersion and retried from a fresh read on conflict. The actor owns
+// what the status says; the writer owns how it gets there safely.
 type StatusWriter struct {
 	// Client is the Mgors API.
 	Client client.Interface
 	// Timeout bounds each API call; zero means DefaultCallTimeout.
 	Timeout time.Duration
 	// Cache, when set, is looked at first (the informer cache, Reader): a
-	// status it already shows is not written and costs no API call. A
-	// status that differs there is written as without it, from a fresh
-	// read (the cache may lag our own last write).
+	// status it already shows is not written and costs no API call; one
+	// that differs is written from the cached copy, one request, and only
+	// when that copy was stale (the cache lags our own last write: the
+	// API answers Conflict) from a fresh read.
 	Cache interface {
 		Mgors(namespace, name string) (*v1alpha1.Mgors, error)
 	}
@@ -62,6 +64,7 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 	if timeout <= 0 {
 		timeout = DefaultCallTimeout
 	}
+	var cached *v1alpha1.Mgors // the first attempt's base, when the cache has the object
 	if w.Cache != nil {
 		if cur, err := w.Cache.Mgors(namespace, name); err == nil && (uid == "" || cur.UID == uid) {
 			next := cur.Status.DeepCopy()
@@ -69,16 +72,22 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 			if equality.Semantic.DeepEqual(cur.Status, *next) {
 				return false, nil
 			}
+			cached = cur
 		}
 	}
 	changed := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		changed = false
-		gctx, cancel := context.WithTimeout(ctx, timeout)
-		cur, err := c.Get(gctx, name, metav1.GetOptions{})
-		cancel()
-		if err != nil {
-			return err
+		cur := cached
+		cached = nil
+		if cur == nil {
+			gctx, cancel := context.WithTimeout(ctx, timeout)
+			var err error
+			cur, err = c.Get(gctx, name, metav1.GetOptions{})
+			cancel()
+			if err != nil {
+				return err
+			}
 		}
 		if uid != "" && cur.UID != uid {
 			return nil

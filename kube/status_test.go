@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
@@ -173,7 +174,9 @@ func (c cachedMgors) Mgors(namespace, name string) (*v1alpha1.Mgors, error) {
 }
 
 // With a cache, a status the cache already shows costs no API call; one it
-// does not show is written from a fresh read, also when the cache lags.
+// does not show is written from the cached copy, one request, and from a
+// fresh read when the cache lags (the API answers Conflict to its stale
+// resourceVersion).
 func TestStatusUpdateFromTheCache(t *testing.T) {
 	ctx := context.Background()
 	m := sample()
@@ -181,25 +184,62 @@ func TestStatusUpdateFromTheCache(t *testing.T) {
 		return func(s *v1alpha1.MgorsStatus) { s.Phase = p }
 	}
 	stored := m.DeepCopy()
+	stored.ResourceVersion = "1"
 	stored.Status.Phase = v1alpha1.PhaseHealthy
 	c := fake.NewClientset(stored.DeepCopy())
+	gets := resourceVersions(c)
 	w := NewStatusWriter(c)
 	w.Cache = cachedMgors{stored}
 	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || changed || len(c.Actions()) != 0 {
 		t.Fatalf("an unchanged status: changed %v, err %v, calls %v", changed, err, c.Actions())
 	}
-	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || !changed || statusWrites(c) != 1 {
-		t.Fatalf("a changed status: changed %v, err %v, %d writes", changed, err, statusWrites(c))
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || !changed || statusWrites(c) != 1 || *gets != 0 {
+		t.Fatalf("a changed status: changed %v, err %v, %d writes, %d reads", changed, err, statusWrites(c), *gets)
 	}
-	// The cache still shows Healthy (it lags): Recovering differs from it,
-	// but the fresh read shows it already, and nothing is written.
-	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || changed {
-		t.Fatalf("the status just written, behind a lagging cache: changed %v, err %v", changed, err)
+	// The cache still shows Healthy at resourceVersion 1 (it lags): the
+	// write from it conflicts, the fresh read shows Recovering already, and
+	// nothing more is written.
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || changed || *gets != 1 {
+		t.Fatalf("the status just written, behind a lagging cache: changed %v, err %v, %d reads", changed, err, *gets)
+	}
+	got, err := c.Mgorses("ns").Get(ctx, "db", metav1.GetOptions{})
+	if err != nil || got.Status.Phase != v1alpha1.PhaseRecovering {
+		t.Fatalf("stored: %v, %v", got.Status.Phase, err)
 	}
 	w.Cache = cachedMgors{}
 	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || !changed {
 		t.Fatalf("a Mgors the cache lacks: changed %v, err %v", changed, err)
 	}
+}
+
+// resourceVersions makes the fake's status updates of Mgors objects behave
+// as the API server's: a stale resourceVersion is a Conflict, and each write
+// increments it. It counts the gets.
+func resourceVersions(c *fake.Clientset) (gets *int) {
+	gets = new(int)
+	gvr := v1alpha1.SchemeGroupVersion.WithResource("mgorses")
+	c.PrependReactor("*", "mgorses", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetVerb() == "get" {
+			*gets++
+			return false, nil, nil
+		}
+		if a.GetVerb() != "update" || a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		next := a.(k8stesting.UpdateAction).GetObject().(*v1alpha1.Mgors).DeepCopy()
+		o, err := c.Tracker().Get(gvr, next.Namespace, next.Name)
+		if err != nil {
+			return true, nil, err
+		}
+		cur := o.(*v1alpha1.Mgors)
+		if next.ResourceVersion != cur.ResourceVersion {
+			return true, nil, apierrors.NewConflict(gvr.GroupResource(), next.Name, errors.New("stale resourceVersion"))
+		}
+		rv, _ := strconv.Atoi(cur.ResourceVersion)
+		next.ResourceVersion = strconv.Itoa(rv + 1)
+		return true, next, c.Tracker().Update(gvr, next, next.Namespace)
+	})
+	return gets
 }
 
 func backupSample() *v1alpha1.MgorsBackup {

@@ -178,6 +178,25 @@ func (r *Reader) SecretData(ctx context.Context, namespace, name string) (*corev
 	return r.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+// FailedCreates lists the FailedCreate Events of a StatefulSet (the fake
+// clientset ignores field selectors: the Events are filtered here).
+func (r *Reader) FailedCreates(namespace, name string) ([]*corev1.Event, error) {
+	ctx, cancel := bounded()
+	defer cancel()
+	l, err := r.Kube.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	out := []*corev1.Event{}
+	for i := range l.Items {
+		e := &l.Items[i]
+		if e.Reason == "FailedCreate" && e.InvolvedObject.Kind == "StatefulSet" && e.InvolvedObject.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
 // Node reads a node.
 func (r *Reader) Node(name string) (*corev1.Node, error) {
 	ctx, cancel := bounded()
