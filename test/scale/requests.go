@@ -9,6 +9,7 @@ package scale
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 )
 
@@ -16,6 +17,9 @@ import (
 // transport, by kind (see Counts).
 type Requests struct {
 	reads, writes, appends atomic.Int64
+
+	mu     sync.Mutex
+	byKind map[string]int64 // "VERB resource[/subresource]": what the rows' logs break the counts into
 }
 
 // Counts are requests so far: Reads are GETs (gets, lists and the start of
@@ -46,7 +50,45 @@ type countingTransport struct {
 	r    *Requests
 }
 
+// ByKind returns the requests so far by method and resource
+// ("PATCH configmaps", "PUT mgors/status", "GET events"; watches are GETs).
+func (r *Requests) ByKind() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int64, len(r.byKind))
+	for k, v := range r.byKind {
+		out[k] = v
+	}
+	return out
+}
+
+// resourceOf is the resource (and subresource) a request's path names:
+// /api/v1/namespaces/ns/pods/x/status is "pods/status".
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			parts = parts[i+2:]
+			break
+		}
+	}
+	if len(parts) >= 3 && (parts[0] == "api" || parts[0] == "apis") {
+		parts = parts[len(parts)-1:] // cluster-scoped or across namespaces: the last segment
+	}
+	if len(parts) >= 3 {
+		return parts[0] + "/" + parts[2]
+	}
+	return parts[0]
+}
+
 func (t countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	key := req.Method + " " + resourceOf(req.URL.Path)
+	t.r.mu.Lock()
+	if t.r.byKind == nil {
+		t.r.byKind = map[string]int64{}
+	}
+	t.r.byKind[key]++
+	t.r.mu.Unlock()
 	switch {
 	case req.Method == http.MethodGet || req.Method == http.MethodHead:
 		t.r.reads.Add(1)

@@ -2,6 +2,7 @@ package scale
 
 import (
 	"context"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -36,5 +37,23 @@ func TestRequestsCountedByKind(t *testing.T) {
 	}
 	if d := got.Sub(Counts{Reads: 1}); d.Reads != 1 || d.Writes != 2 {
 		t.Errorf("Sub: %+v", d)
+	}
+	want := map[string]int64{"GET pods": 2, "PATCH configmaps": 1, "PUT mgorses/status": 1, "POST events": 1}
+	if got := r.ByKind(); !maps.Equal(got, want) {
+		t.Errorf("ByKind %v, want %v", got, want)
+	}
+}
+
+func TestResourceOf(t *testing.T) {
+	for path, want := range map[string]string{
+		"/api/v1/namespaces/db/pods/x/status":                  "pods/status",
+		"/apis/apps/v1/namespaces/db/statefulsets":             "statefulsets",
+		"/apis/mgors.io/v1alpha1/mgorses":                      "mgorses",
+		"/api/v1/pods":                                         "pods",
+		"/apis/policy/v1/namespaces/db/poddisruptionbudgets/x": "poddisruptionbudgets",
+	} {
+		if got := resourceOf(path); got != want {
+			t.Errorf("resourceOf(%s) = %q, want %q", path, got, want)
+		}
 	}
 }

@@ -117,7 +117,8 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	created := time.Now()
 	res.Healthy = h.waitHealthy(ctx, c.N, c.HealthyWait)
 	res.ToHealthy = time.Since(created).Seconds()
-	c.Log.Info().Int("healthy", res.Healthy).Float64("seconds", res.ToHealthy).Msg("clusters Healthy")
+	c.Log.Info().Int("healthy", res.Healthy).Float64("seconds", res.ToHealthy).Interface("requests", env.Requests.ByKind()).
+		Msg("clusters Healthy; the requests so far, by method and resource")
 
 	sleep(ctx, c.Settle)
 	steady(ctx, &res, env, members, c)
