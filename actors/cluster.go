@@ -377,10 +377,10 @@ func (c *cluster) persist(ctx actor.Context, events []Event, action *Action, cau
 	}
 	deps, stream, seq := c.deps, c.stream, c.state.Seq
 	async(ctx, func() any {
+		defer deps.Gate.enter()() // first: the Lease is asked once the wait is over
 		if err := deps.mayWrite(); err != nil {
 			return persisted{err: err, fencedBy: err.Error()}
 		}
-		defer deps.Gate.enter()()
 		pctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		err := deps.Store.Append(pctx, stream, recs...)
@@ -429,10 +429,10 @@ func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
 	deps, m := c.deps, c.subject()
 	async(ctx, func() any {
+		defer deps.Gate.enter()() // first: the Lease is asked once the wait is over
 		if err := deps.mayWrite(); err != nil {
 			return acted{action: a, err: err, fencedBy: err.Error()}
 		}
-		defer deps.Gate.enter()()
 		start := time.Now()
 		actx, cancel := context.WithTimeout(context.Background(), deps.ActTimeout)
 		defer cancel()

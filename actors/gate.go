@@ -4,7 +4,8 @@ package actors
 // clusters: appends to the event log, actions, status writes, snapshots and
 // recoveries (the LIST of a log). A step waits for a slot first, in the order
 // the steps came (a channel's waiters are served first come, first served),
-// and its deadline starts only once it has one.
+// and its deadline starts only once it has one, as does the Lease's check
+// (Deps.Lease): a replica that lost its lease while it waited writes nothing.
 //
 // Without it, a thousand clusters provisioning at once ask the client's rate
 // limiter (50 requests a second) for more than it gives within a call's

@@ -358,6 +358,11 @@ func TestStalledConditionsSayWhy(t *testing.T) {
 		{"nosched", "PodsUnschedulable", func(m *v1alpha1.Mgors) {
 			m.Spec.Scheduling.NodeSelector = map[string]string{"mgors.io/no-such-node": "true"}
 		}},
+		// The API server's Priority admission refuses the pods: the
+		// StatefulSet controller's FailedCreate Event says why.
+		{"noprio", "PodCreateFailed", func(m *v1alpha1.Mgors) {
+			m.Spec.Scheduling.PriorityClassName = "mgors-no-such-class"
+		}},
 	} {
 		m := sample(t, env, "mgors-dev-1.yaml", func(m *v1alpha1.Mgors) { m.Name = tc.name; tc.edit(m) })
 		if _, err := mgorsClient(t, env).Mgorses(env.Namespace).Create(ctx, m, metav1.CreateOptions{}); err != nil {
