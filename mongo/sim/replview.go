@@ -52,9 +52,10 @@ func (v *replView) topologyVersion(processID bson.ObjectID) bson.D {
 	return bson.D{{Key: "processId", Value: processID}, {Key: "counter", Value: v.topoCount}}
 }
 
-// nodeMu is the node's lock; releasing it publishes the replication view.
+// nodeMu is the node's lock; releasing it (Unlock, not RUnlock: a shared
+// hold changes nothing) publishes the replication view.
 type nodeMu struct {
-	sync.Mutex
+	sync.RWMutex
 	n *Node // nil in nodes built as struct literals (unit tests): nothing published
 }
 
@@ -63,7 +64,7 @@ func (m *nodeMu) Unlock() {
 	if m.n != nil {
 		m.n.publishViewLocked()
 	}
-	m.Mutex.Unlock()
+	m.RWMutex.Unlock()
 }
 
 // viewLocked builds the view from the fields n.mu guards.
@@ -99,8 +100,8 @@ func (n *Node) publishViewLocked() {
 
 // publishView publishes a view without a change (at start-up).
 func (n *Node) publishView() {
-	n.mu.Mutex.Lock()
-	defer n.mu.Mutex.Unlock()
+	n.mu.RWMutex.Lock()
+	defer n.mu.RWMutex.Unlock()
 	n.publishViewLocked()
 }
 
