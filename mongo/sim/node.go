@@ -355,10 +355,6 @@ func (n *Node) bumpTopologyLocked() {
 	n.topoCh = make(chan struct{})
 }
 
-func (n *Node) topologyVersionLocked() bson.D {
-	return bson.D{{Key: "processId", Value: n.processID}, {Key: "counter", Value: n.topoCount}}
-}
-
 // ---------------------------------------------------------------- errors
 
 // clusterTimeFields are appended to replies in replica-set mode.

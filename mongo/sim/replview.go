@@ -100,8 +100,8 @@ func (n *Node) publishViewLocked() {
 
 // publishView publishes a view without a change (at start-up).
 func (n *Node) publishView() {
-	n.mu.RWMutex.Lock()
-	defer n.mu.RWMutex.Unlock()
+	n.mu.Lock()
+	defer n.mu.RWMutex.Unlock() // not n.mu.Unlock: it would publish again
 	n.publishViewLocked()
 }
 
