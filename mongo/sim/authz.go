@@ -51,15 +51,10 @@ func (c *conn) localhostException() bool {
 	return !c.n.anyUserOrRoleExists()
 }
 
+// anyUserOrRoleExists reads the replication view (replview.go), so a
+// member's heartbeat from a loopback address never waits for n.mu.
 func (n *Node) anyUserOrRoleExists() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, name := range []string{"system.users", "system.roles"} {
-		if coll := n.data.Coll("admin", name, false); coll.Len() > 0 {
-			return true
-		}
-	}
-	return false
+	return n.replState().anyUser
 }
 
 // localhostPrivileges are what the bypass grants (mongod's default
@@ -70,10 +65,7 @@ func (n *Node) localhostPrivileges() []Privilege {
 	if versionAtLeast(n.cfg.MajorMinor(), "8.0") {
 		cluster = append(cluster, "issueDirectShardOperations")
 	}
-	n.mu.Lock()
-	arbiter := n.state == StateArbiter
-	n.mu.Unlock()
-	if arbiter {
+	if n.replState().state == StateArbiter {
 		cluster = append(cluster, "getCmdLineOpts", "getParameter", "serverStatus", "shutdown")
 	}
 	return []Privilege{{Resource: Resource{DB: "admin"}, Actions: []string{"createUser", "grantRole"}},
@@ -130,9 +122,7 @@ func (n *Node) userDoc(db, user string) bson.Raw {
 // authz returns the connection's users resolved against the current
 // users and roles; a dropped user resolves to nothing.
 func (c *conn) authz() []*userAuthz {
-	c.n.mu.Lock()
-	gen := c.n.data.authzGen
-	c.n.mu.Unlock()
+	gen := c.n.replState().authzGen
 	if c.authzCache != nil && c.authzCache.gen == gen {
 		return c.authzCache.users
 	}

@@ -67,9 +67,7 @@ func (n *Node) errorDoc(e *CmdError, retryableWrite bool) bson.D {
 		d = append(d, bson.E{Key: "errorLabels", Value: labels})
 	}
 	if n.cfg.ReplSet != "" && (notPrimaryCodes[e.Code] || (e.Code == 91 || e.Code == 11600)) {
-		n.mu.Lock()
-		d = append(d, bson.E{Key: "topologyVersion", Value: n.topologyVersionLocked()})
-		n.mu.Unlock()
+		d = append(d, bson.E{Key: "topologyVersion", Value: n.replState().topologyVersion(n.processID)})
 	}
 	return d
 }

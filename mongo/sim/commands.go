@@ -210,10 +210,11 @@ func (c *conn) safeCall(fn func(*conn, *Request) (bson.D, error), req *Request) 
 
 // checkCanRun applies mongod's commandCanRunHere rules (spec §7); legacy
 // connections (no helloOk in their handshake) get the old wording.
+// It reads the replication view (replview.go); a write checks again under
+// n.mu before it is applied (writeOplogLocked).
 func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.canAcceptWritesLocked() {
+	v := n.replState()
+	if v.canAcceptWrites() {
 		return nil
 	}
 	if class == classWrite {
@@ -238,7 +239,7 @@ func (n *Node) checkCanRun(class cmdClass, req *Request, legacy bool) *CmdError 
 		}
 		return cerr(13435, "not primary and secondaryOk=false")
 	}
-	if n.state != StateSecondary && n.state != StatePrimary {
+	if v.state != StateSecondary && v.state != StatePrimary {
 		if legacy {
 			return cerr(13436, "node is recovering")
 		}

@@ -25,11 +25,10 @@ func (n *Node) heartbeatLoop(host string, stop chan struct{}) {
 	var pc *peerConn
 	defer func() { pc.close() }()
 	for {
-		pc = n.heartbeatOnce(host, pc)
-		n.mu.Lock()
-		iv := n.hbInterval()
-		n.mu.Unlock()
-		t := time.NewTimer(iv)
+		var r hbResult
+		pc, r = n.sendHeartbeat(host, pc)
+		n.foldHeartbeatSoon(r)
+		t := time.NewTimer(hbInterval(n.replState().rs))
 		select {
 		case <-stop:
 			t.Stop()
@@ -43,30 +42,53 @@ func (n *Node) heartbeatLoop(host string, stop chan struct{}) {
 }
 
 func (n *Node) heartbeatRequestLocked(checkEmpty bool) bson.D {
+	return n.heartbeatRequest(n.viewLocked(), checkEmpty)
+}
+
+// heartbeatRequest builds a heartbeat from a view (replview.go), so the
+// heartbeat loop never waits for n.mu to send one.
+func (n *Node) heartbeatRequest(v *replView, checkEmpty bool) bson.D {
 	d := bson.D{{Key: "replSetHeartbeat", Value: n.cfg.ReplSet}, {Key: "hbv", Value: int32(1)}}
-	if n.rs != nil {
-		d = append(d, bson.E{Key: "configVersion", Value: int64(n.rs.Version)}, bson.E{Key: "configTerm", Value: n.rs.Term})
+	if v.rs != nil {
+		d = append(d, bson.E{Key: "configVersion", Value: int64(v.rs.Version)}, bson.E{Key: "configTerm", Value: v.rs.Term})
 	} else {
 		d = append(d, bson.E{Key: "configVersion", Value: int64(-2)}, bson.E{Key: "configTerm", Value: int64(-1)})
 	}
 	from, fromID := "", int64(-1)
-	if n.rs != nil && n.self >= 0 {
-		from, fromID = n.rs.Members[n.self].Host, int64(n.rs.Members[n.self].ID)
+	if v.rs != nil && v.self >= 0 {
+		from, fromID = v.rs.Members[v.self].Host, int64(v.rs.Members[v.self].ID)
 	}
-	d = append(d, bson.E{Key: "from", Value: from}, bson.E{Key: "fromId", Value: fromID}, bson.E{Key: "term", Value: n.term},
+	d = append(d, bson.E{Key: "from", Value: from}, bson.E{Key: "fromId", Value: fromID}, bson.E{Key: "term", Value: v.term},
 		bson.E{Key: "checkEmpty", Value: checkEmpty}, bson.E{Key: "$db", Value: "admin"})
 	return d
 }
 
-// heartbeatOnce sends one heartbeat (reusing pc if given) and folds the answer in.
+// hbResult is one heartbeat's outcome, to be folded into our state.
+type hbResult struct {
+	host string
+	resp bson.Raw
+	err  error
+	rtt  time.Duration
+	at   time.Time // when the answer (or the failure) came
+	seq  uint64    // order of the outcomes: an older one is never folded after a newer one
+}
+
+// heartbeatOnce sends one heartbeat (reusing pc if given) and folds the
+// answer in before it returns (catch-up reads what the members answered).
 func (n *Node) heartbeatOnce(host string, pc *peerConn) *peerConn {
-	n.mu.Lock()
-	req := n.heartbeatRequestLocked(false)
-	timeout := n.hbTimeout()
-	if n.rs != nil {
-		timeout = min(timeout, max(n.electionTimeout(), time.Second))
+	pc, r := n.sendHeartbeat(host, pc)
+	n.processHeartbeatResponse(r)
+	return pc
+}
+
+// sendHeartbeat sends one heartbeat (reusing pc if given) without n.mu.
+func (n *Node) sendHeartbeat(host string, pc *peerConn) (*peerConn, hbResult) {
+	v := n.replState()
+	req := n.heartbeatRequest(v, false)
+	timeout := hbTimeout(v.rs)
+	if v.rs != nil {
+		timeout = min(timeout, max(electionTimeout(v.rs), time.Second))
 	}
-	n.mu.Unlock()
 	start := time.Now()
 	var resp bson.Raw
 	var err error
@@ -89,25 +111,44 @@ func (n *Node) heartbeatOnce(host string, pc *peerConn) *peerConn {
 		pc.close()
 		pc = nil
 	}
-	n.processHeartbeatResponse(host, resp, err, time.Since(start))
-	return pc
+	return pc, hbResult{host: host, resp: resp, err: err, rtt: time.Since(start), at: time.Now(), seq: n.hbSeq.Add(1)}
 }
 
-func (n *Node) processHeartbeatResponse(host string, resp bson.Raw, err error, rtt time.Duration) {
-	var newCfg *RSConfig
-	if err == nil {
-		if cd, ok := resp.Lookup("config").DocumentOK(); ok {
-			if c, perr := ParseRSConfig(cd, true); perr == nil && c.ID == n.cfg.ReplSet {
-				n.mu.Lock()
-				newer := n.rs == nil || configNewer(c.Version, c.Term, n.rs.Version, n.rs.Term)
-				n.mu.Unlock()
-				if newer {
-					newCfg = c
-				}
-			}
-		}
+// foldHeartbeatSoon folds a heartbeat's outcome in without waiting for
+// n.mu: at once when the lock is free, else on a goroutine of its own, so
+// the heartbeat loop keeps its interval while a write holds the lock.
+func (n *Node) foldHeartbeatSoon(r hbResult) {
+	if n.heartbeatConfig(r) == nil && n.mu.TryLock() {
+		n.foldHeartbeatLocked(r)
+		n.mu.Unlock()
+		return
 	}
-	if newCfg != nil {
+	go n.processHeartbeatResponse(r)
+}
+
+// heartbeatConfig is the newer config a heartbeat answer carries, if any.
+func (n *Node) heartbeatConfig(r hbResult) *RSConfig {
+	if r.err != nil {
+		return nil
+	}
+	cd, ok := r.resp.Lookup("config").DocumentOK()
+	if !ok {
+		return nil
+	}
+	c, perr := ParseRSConfig(cd, true)
+	if perr != nil || c.ID != n.cfg.ReplSet {
+		return nil
+	}
+	if rs := n.replState().rs; rs != nil && !configNewer(c.Version, c.Term, rs.Version, rs.Term) {
+		return nil
+	}
+	return c
+}
+
+// processHeartbeatResponse installs a newer config the answer carries,
+// then folds the answer in.
+func (n *Node) processHeartbeatResponse(r hbResult) {
+	if newCfg := n.heartbeatConfig(r); newCfg != nil {
 		self, ferr := n.findSelf(newCfg)
 		if ferr != nil {
 			self = -1
@@ -120,11 +161,19 @@ func (n *Node) processHeartbeatResponse(host string, resp bson.Raw, err error, r
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.foldHeartbeatLocked(r)
+}
+
+// foldHeartbeatLocked records what a heartbeat told us about its member
+// and what follows from it (a higher term, who is primary).
+func (n *Node) foldHeartbeatLocked(r hbResult) {
+	host, resp, err, rtt := r.host, r.resp, r.err, r.rtt
 	p := n.peers[host]
-	if p == nil {
+	if p == nil || r.seq <= p.foldedSeq {
 		return
 	}
-	now := time.Now()
+	p.foldedSeq = r.seq
+	now := r.at
 	p.lastHB = now
 	if err != nil {
 		var ce *CmdError
@@ -209,49 +258,45 @@ func (c *conn) cmdReplSetHeartbeat(req *Request) (bson.D, error) {
 	cv, _ := b.Lookup("configVersion").AsInt64OK()
 	ct, _ := b.Lookup("configTerm").AsInt64OK()
 	checkEmpty, _ := b.Lookup("checkEmpty").BooleanOK()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if term > n.term && n.rs != nil {
+	// Answered from the replication view (replview.go), never waiting for
+	// n.mu, which writes hold while they apply. Only a higher term, which
+	// must be adopted before the answer carries it, takes the lock.
+	v := n.replState()
+	if term > v.term && v.rs != nil {
+		n.mu.Lock()
 		n.updateTermLocked(term, "heartbeat with higher term from "+from)
+		n.mu.Unlock()
+		v = n.replState()
 	}
-	if p := n.peers[from]; p != nil {
-		p.lastHBRecv = time.Now()
-		if cv > 0 && configNewer(int(cv), ct, p.cfgVersion, p.cfgTerm) {
-			// The sender's config: a member that installed ours says so at
-			// once (mongod learns it from the position update that follows).
-			p.cfgVersion, p.cfgTerm = int(cv), ct
-			n.notifyProgressLocked()
-		}
-	}
-	d := bson.D{{Key: "set", Value: n.cfg.ReplSet}, {Key: "term", Value: n.term}}
+	n.noteHeartbeatFrom(from, time.Now(), int(cv), ct)
+	d := bson.D{{Key: "set", Value: n.cfg.ReplSet}, {Key: "term", Value: v.term}}
 	pull := false
-	if n.rs == nil {
+	if v.rs == nil {
 		d = append(d, bson.E{Key: "state", Value: int32(StateStartup)}, bson.E{Key: "configVersion", Value: int32(-2)},
 			bson.E{Key: "configTerm", Value: int64(-1)})
 		pull = from != "" && cv > 0
 	} else {
-		state := n.state
-		d = append(d, bson.E{Key: "state", Value: int32(state)}, bson.E{Key: "configVersion", Value: int32(n.rs.Version)},
-			bson.E{Key: "configTerm", Value: n.rs.Term}, bson.E{Key: "appliedOpTime", Value: n.applied.Doc()},
-			bson.E{Key: "durableOpTime", Value: n.applied.Doc()}, bson.E{Key: "wallTime", Value: n.applied.Date()})
-		if state == StatePrimary {
-			d = append(d, bson.E{Key: "electionTime", Value: n.leaderTime})
+		d = append(d, bson.E{Key: "state", Value: int32(v.state)}, bson.E{Key: "configVersion", Value: int32(v.rs.Version)},
+			bson.E{Key: "configTerm", Value: v.rs.Term}, bson.E{Key: "appliedOpTime", Value: v.applied.Doc()},
+			bson.E{Key: "durableOpTime", Value: v.applied.Doc()}, bson.E{Key: "wallTime", Value: v.applied.Date()})
+		if v.state == StatePrimary {
+			d = append(d, bson.E{Key: "electionTime", Value: v.leaderTime})
 		}
-		if n.primary >= 0 {
-			d = append(d, bson.E{Key: "primaryId", Value: int32(n.rs.Members[n.primary].ID)})
+		if v.primary >= 0 && v.primary < len(v.rs.Members) {
+			d = append(d, bson.E{Key: "primaryId", Value: int32(v.rs.Members[v.primary].ID)})
 		}
-		if src := n.syncSourceLocked(); n.state == StateSecondary && src != "" {
-			d = append(d, bson.E{Key: "syncingTo", Value: src})
+		if v.state == StateSecondary && v.syncSource != "" {
+			d = append(d, bson.E{Key: "syncingTo", Value: v.syncSource})
 		}
-		if cv >= 0 && configNewer(n.rs.Version, n.rs.Term, int(cv), ct) || cv < 0 {
-			d = append(d, bson.E{Key: "config", Value: n.rs.Raw()})
+		if cv >= 0 && configNewer(v.rs.Version, v.rs.Term, int(cv), ct) || cv < 0 {
+			d = append(d, bson.E{Key: "config", Value: v.rs.Raw()})
 		}
-		pull = from != "" && cv > 0 && configNewer(int(cv), ct, n.rs.Version, n.rs.Term)
+		pull = from != "" && cv > 0 && configNewer(int(cv), ct, v.rs.Version, v.rs.Term)
 	}
 	if checkEmpty {
-		d = append(d, bson.E{Key: "hasData", Value: n.data.HasUserData() || len(n.oplog) > 0})
+		d = append(d, bson.E{Key: "hasData", Value: v.hasData})
 	}
-	if pull && !n.inShutdown {
+	if pull && !v.inShutdown {
 		// The sender has a newer config: fetch it from them, as mongod does.
 		go func() {
 			if _, ok := n.hbStopHas(from); !ok {
@@ -265,6 +310,37 @@ func (c *conn) cmdReplSetHeartbeat(req *Request) (bson.D, error) {
 	return d, nil
 }
 
+// noteHeartbeatFrom records that a member heartbeated us (and the config
+// it has) without waiting for n.mu: at once when the lock is free, else on
+// a goroutine of its own.
+func (n *Node) noteHeartbeatFrom(from string, at time.Time, cv int, ct int64) {
+	note := func() {
+		p := n.peers[from]
+		if p == nil {
+			return
+		}
+		if at.After(p.lastHBRecv) {
+			p.lastHBRecv = at
+		}
+		if cv > 0 && configNewer(cv, ct, p.cfgVersion, p.cfgTerm) {
+			// The sender's config: a member that installed ours says so at
+			// once (mongod learns it from the position update that follows).
+			p.cfgVersion, p.cfgTerm = cv, ct
+			n.notifyProgressLocked()
+		}
+	}
+	if n.mu.TryLock() {
+		note()
+		n.mu.Unlock()
+		return
+	}
+	go func() {
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		note()
+	}()
+}
+
 func (n *Node) hbStopHas(host string) (chan struct{}, bool) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -274,12 +350,10 @@ func (n *Node) hbStopHas(host string) (chan struct{}, bool) {
 
 // heartbeatOnceAnon heartbeats a host we do not track yet (to learn a config).
 func (n *Node) heartbeatOnceAnon(host string) *peerConn {
-	n.mu.Lock()
-	req := n.heartbeatRequestLocked(false)
-	n.mu.Unlock()
+	req := n.heartbeatRequest(n.replState(), false)
 	resp, err := n.callPeer(host, req, 5*time.Second)
 	if err == nil {
-		n.processHeartbeatResponse(host, resp, nil, 0)
+		n.processHeartbeatResponse(hbResult{host: host, resp: resp, at: time.Now(), seq: n.hbSeq.Add(1)})
 	}
 	return nil
 }

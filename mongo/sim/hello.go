@@ -42,17 +42,15 @@ func (c *conn) cmdHello(req *Request) (bson.D, error) {
 		if counter < 0 {
 			return nil, cerr(31372, "topologyVersion must have a non-negative counter")
 		}
-		n.mu.Lock()
-		mine, ch := n.topoCount, n.topoCh
-		n.mu.Unlock()
+		v := n.replState()
 		if pid == n.processID {
-			if counter > mine {
-				return nil, cerr(31382, "Received a topology version with the same process ID and a higher counter. Received: %d, current: %d", counter, mine)
+			if counter > v.topoCount {
+				return nil, cerr(31382, "Received a topology version with the same process ID and a higher counter. Received: %d, current: %d", counter, v.topoCount)
 			}
-			if counter == mine {
+			if counter == v.topoCount {
 				t := time.NewTimer(time.Duration(wait) * time.Millisecond)
 				select {
-				case <-ch:
+				case <-v.topoChanged:
 				case <-t.C:
 				case <-n.quit:
 				}
@@ -60,19 +58,18 @@ func (c *conn) cmdHello(req *Request) (bson.D, error) {
 			}
 		}
 	}
-	n.mu.Lock()
-	if n.inShutdown {
-		tv := n.topologyVersionLocked()
-		n.mu.Unlock()
+	// The answer is built from the replication view: hello never waits
+	// for n.mu, which writes hold while they apply (replview.go).
+	v := n.replState()
+	if v.inShutdown {
 		return nil, &CmdError{Code: 91, Msg: "The server is in quiesce mode and will shut down",
-			Extra: bson.D{{Key: "remainingQuiesceTimeMillis", Value: int64(0)}, {Key: "topologyVersion", Value: tv}}}
+			Extra: bson.D{{Key: "remainingQuiesceTimeMillis", Value: int64(0)}, {Key: "topologyVersion", Value: v.topologyVersion(n.processID)}}}
 	}
 	var d bson.D
 	if helloOk {
 		d = append(d, bson.E{Key: "helloOk", Value: true})
 	}
-	d = append(d, n.helloReplFieldsLocked(!legacy, c.horizonLocked())...)
-	n.mu.Unlock()
+	d = append(d, n.helloReplFields(v, !legacy, c.horizon(v))...)
 	d = append(d, bson.D{
 		{Key: "maxBsonObjectSize", Value: int32(maxBSONSize)}, {Key: "maxMessageSizeBytes", Value: int32(maxMessageSize)},
 		{Key: "maxWriteBatchSize", Value: int32(maxWriteBatchSize)}, {Key: "localTime", Value: bson.NewDateTimeFromTime(time.Now())},
@@ -92,23 +89,28 @@ func (c *conn) cmdHello(req *Request) (bson.D, error) {
 	return d, nil
 }
 
-// helloReplFieldsLocked builds the replication part of hello (spec §2.2).
-// horizon names the split horizon whose host names to answer with.
+// helloReplFieldsLocked is helloReplFields of the state under n.mu.
 func (n *Node) helloReplFieldsLocked(modern bool, horizon string) bson.D {
+	return n.helloReplFields(n.viewLocked(), modern, horizon)
+}
+
+// helloReplFields builds the replication part of hello (spec §2.2) from
+// a view. horizon names the split horizon whose host names to answer with.
+func (n *Node) helloReplFields(v *replView, modern bool, horizon string) bson.D {
 	primaryKey, delayKey := "isWritablePrimary", "secondaryDelaySecs"
 	if !modern {
 		primaryKey, delayKey = "ismaster", "slaveDelay"
 	}
 	if n.cfg.ReplSet == "" {
-		return bson.D{{Key: primaryKey, Value: true}, {Key: "topologyVersion", Value: n.topologyVersionLocked()}}
+		return bson.D{{Key: primaryKey, Value: true}, {Key: "topologyVersion", Value: v.topologyVersion(n.processID)}}
 	}
-	d := bson.D{{Key: "topologyVersion", Value: n.topologyVersionLocked()}}
-	if n.rs == nil || n.self < 0 {
+	d := bson.D{{Key: "topologyVersion", Value: v.topologyVersion(n.processID)}}
+	if v.rs == nil || v.self < 0 {
 		return append(d, bson.E{Key: primaryKey, Value: false}, bson.E{Key: "secondary", Value: false},
 			bson.E{Key: "info", Value: "Does not have a valid replica set config"}, bson.E{Key: "isreplicaset", Value: true})
 	}
 	var hosts, passives, arbiters []string
-	for _, m := range n.rs.Members {
+	for _, m := range v.rs.Members {
 		if m.Hidden || m.SecondaryDelaySecs > 0 {
 			continue
 		}
@@ -128,13 +130,13 @@ func (n *Node) helloReplFieldsLocked(modern bool, horizon string) bson.D {
 	if len(arbiters) > 0 {
 		d = append(d, bson.E{Key: "arbiters", Value: arbiters})
 	}
-	me := n.rs.Members[n.self]
-	isPrimary := n.canAcceptWritesLocked()
-	secondary := n.state == StateSecondary || n.state == StatePrimary && !n.writable && !n.stepping
-	d = append(d, bson.E{Key: "setName", Value: n.rs.ID}, bson.E{Key: "setVersion", Value: int32(n.rs.Version)},
+	me := v.rs.Members[v.self]
+	isPrimary := v.canAcceptWrites()
+	secondary := v.state == StateSecondary || v.state == StatePrimary && !v.writable && !v.stepping
+	d = append(d, bson.E{Key: "setName", Value: v.rs.ID}, bson.E{Key: "setVersion", Value: int32(v.rs.Version)},
 		bson.E{Key: primaryKey, Value: isPrimary}, bson.E{Key: "secondary", Value: secondary})
-	if n.primary >= 0 && n.primary < len(n.rs.Members) {
-		d = append(d, bson.E{Key: "primary", Value: n.rs.Members[n.primary].hostIn(horizon)})
+	if v.primary >= 0 && v.primary < len(v.rs.Members) {
+		d = append(d, bson.E{Key: "primary", Value: v.rs.Members[v.primary].hostIn(horizon)})
 	}
 	if me.ArbiterOnly {
 		d = append(d, bson.E{Key: "arbiterOnly", Value: true})
@@ -154,12 +156,12 @@ func (n *Node) helloReplFieldsLocked(modern bool, horizon string) bson.D {
 		d = append(d, bson.E{Key: "tags", Value: me.Tags})
 	}
 	d = append(d, bson.E{Key: "me", Value: me.hostIn(horizon)})
-	if n.state == StatePrimary {
-		d = append(d, bson.E{Key: "electionId", Value: electionID(n.term)})
+	if v.state == StatePrimary {
+		d = append(d, bson.E{Key: "electionId", Value: electionID(v.term)})
 	}
-	lw := bson.D{{Key: "opTime", Value: n.applied.Doc()}, {Key: "lastWriteDate", Value: n.applied.Date()}}
-	if !n.commit.IsZero() {
-		lw = append(lw, bson.E{Key: "majorityOpTime", Value: n.commit.Doc()}, bson.E{Key: "majorityWriteDate", Value: n.commit.Date()})
+	lw := bson.D{{Key: "opTime", Value: v.applied.Doc()}, {Key: "lastWriteDate", Value: v.applied.Date()}}
+	if !v.commit.IsZero() {
+		lw = append(lw, bson.E{Key: "majorityOpTime", Value: v.commit.Doc()}, bson.E{Key: "majorityWriteDate", Value: v.commit.Date()})
 	}
 	d = append(d, bson.E{Key: "lastWrite", Value: lw})
 	return d

@@ -129,20 +129,19 @@ func (m Member) hostIn(horizon string) string {
 	return m.Host
 }
 
-// horizonLocked is the horizon a client connected through: the one of our
+// horizon is the horizon a client connected through: the one of our
 // own horizons whose host name is the TLS SNI name the client sent, else
 // the default (mongod's SplitHorizon::determineHorizon).
-func (c *conn) horizonLocked() string {
-	n := c.n
+func (c *conn) horizon(v *replView) string {
 	tc, ok := c.nc.(*tls.Conn)
-	if !ok || n.rs == nil || n.self < 0 {
+	if !ok || v.rs == nil || v.self < 0 {
 		return defaultHorizon
 	}
 	sni := tc.ConnectionState().ServerName
 	if sni == "" {
 		return defaultHorizon
 	}
-	for _, e := range n.rs.Members[n.self].Horizons {
+	for _, e := range v.rs.Members[v.self].Horizons {
 		if h, _, err := net.SplitHostPort(e.Value.(string)); err == nil && strings.EqualFold(h, sni) {
 			return e.Key
 		}

@@ -53,7 +53,11 @@ type Node struct {
 	// systemCreds caches the __system@local SCRAM credentials derived from the keyfile, by mechanism.
 	systemCreds sync.Map
 
-	mu         sync.Mutex
+	// mu guards the replica-set state, the documents and the oplog; its
+	// Unlock publishes view (replview.go), what hello and heartbeats read.
+	mu         nodeMu
+	view       atomic.Pointer[replView]
+	hbSeq      atomic.Uint64 // numbers heartbeat outcomes (hbResult.seq)
 	topoCount  int64
 	topoCh     chan struct{}
 	rs         *RSConfig
@@ -137,6 +141,7 @@ type peerState struct {
 	authFailed    bool
 	syncSource    string
 	everResponded bool
+	foldedSeq     uint64 // hbResult.seq of the newest heartbeat folded in
 }
 
 // NewNode opens dbpath, loads what survived, and prepares listeners; Run serves.
@@ -146,6 +151,7 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 		oplogCh: make(chan struct{}), journalKick: make(chan struct{}, 1), conns: map[*conn]struct{}{}, quit: make(chan struct{}), done: make(chan struct{}),
 		hbStop: map[string]chan struct{}{}, isSelfMemo: map[string]bool{}, rbid: rand.Int32N(1 << 30), metrics: newServerMetrics(), params: newParamStore(cfg)}
 	n.cursors.m = map[int64]*cursor{}
+	n.mu.n = n
 	if cfg.KeyFile != "" {
 		keys, err := loadKeyFile(cfg.KeyFile, cfg.RelaxPermChecks)
 		if err != nil {
@@ -173,6 +179,7 @@ func NewNode(cfg Config, log zerolog.Logger) (*Node, error) {
 		_ = st.Close()
 		return nil, err
 	}
+	n.publishView() // of what load found
 	return n, nil
 }
 
@@ -221,7 +228,9 @@ func (n *Node) Run(ctx context.Context) error {
 	n.startupWarnings()
 	if n.rs != nil && n.cfg.ReplSet == "" {
 		n.logS("W", "REPL", 21558, "Document(s) exist in 'system.replset', but started without --replSet. Database contents may appear inconsistent with the writes that were visible when this node was running as part of a replica set.", nil)
+		n.mu.Lock()
 		n.rs = nil
+		n.mu.Unlock()
 	}
 	if n.rs != nil {
 		// Find ourselves in the stored config now that we listen (_isSelf needs it).
@@ -346,20 +355,15 @@ func (n *Node) bumpTopologyLocked() {
 	n.topoCh = make(chan struct{})
 }
 
-func (n *Node) topologyVersionLocked() bson.D {
-	return bson.D{{Key: "processId", Value: n.processID}, {Key: "counter", Value: n.topoCount}}
-}
-
 // ---------------------------------------------------------------- errors
 
 // clusterTimeFields are appended to replies in replica-set mode.
+// It reads the replication view, so a reply never waits for n.mu for it.
 func (n *Node) clusterTimeFields() bson.D {
-	n.mu.Lock()
-	ts := n.lastTS
+	ts := n.replState().lastTS
 	if ts.T == 0 {
 		ts = bson.Timestamp{T: uint32(time.Now().Unix()), I: 1}
 	}
-	n.mu.Unlock()
 	return bson.D{{Key: "$clusterTime", Value: bson.D{{Key: "clusterTime", Value: ts},
 		{Key: "signature", Value: bson.D{{Key: "hash", Value: bson.Binary{Subtype: 0, Data: make([]byte, 20)}}, {Key: "keyId", Value: int64(0)}}}}},
 		{Key: "operationTime", Value: ts}}

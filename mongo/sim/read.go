@@ -52,7 +52,9 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	if e := n.awaitReadConcern(req, rc); e != nil {
 		return nil, bson.Timestamp{}, e
 	}
-	n.mu.Lock()
+	// A read takes the lock shared: reads never wait for one another,
+	// only for a write's hold (which applies documents).
+	n.mu.RLock()
 	var docs []bson.Raw
 	var at bson.Timestamp
 	switch {
@@ -71,17 +73,17 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	default:
 		view, ts, e := n.readViewLocked(req, rc)
 		if e != nil {
-			n.mu.Unlock()
+			n.mu.RUnlock()
 			return nil, ts, e
 		}
 		found, err := view.Coll(db, coll, false).Find(filter)
 		if err != nil {
-			n.mu.Unlock()
+			n.mu.RUnlock()
 			return nil, ts, asCmdError(err)
 		}
 		docs, at, filter = found, ts, nil // Find used the indexes and matched
 	}
-	n.mu.Unlock()
+	n.mu.RUnlock()
 	if rc.level == "linearizable" && n.cfg.ReplSet != "" && !inTransaction(req) {
 		if e := n.awaitLinearizable(req); e != nil {
 			return nil, at, e

@@ -9,25 +9,31 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-func (n *Node) electionTimeout() time.Duration {
-	if n.rs == nil {
+func (n *Node) electionTimeout() time.Duration { return electionTimeout(n.rs) }
+func (n *Node) hbInterval() time.Duration      { return hbInterval(n.rs) }
+func (n *Node) hbTimeout() time.Duration       { return hbTimeout(n.rs) }
+
+// electionTimeout, hbInterval and hbTimeout are a config's settings, or
+// mongod's defaults without one.
+func electionTimeout(rs *RSConfig) time.Duration {
+	if rs == nil {
 		return 10 * time.Second
 	}
-	return time.Duration(n.rs.ElectionTimeoutMillis) * time.Millisecond
+	return time.Duration(rs.ElectionTimeoutMillis) * time.Millisecond
 }
 
-func (n *Node) hbInterval() time.Duration {
-	if n.rs == nil {
+func hbInterval(rs *RSConfig) time.Duration {
+	if rs == nil {
 		return 2 * time.Second
 	}
-	return time.Duration(n.rs.HeartbeatIntervalMillis) * time.Millisecond
+	return time.Duration(rs.HeartbeatIntervalMillis) * time.Millisecond
 }
 
-func (n *Node) hbTimeout() time.Duration {
-	if n.rs == nil {
+func hbTimeout(rs *RSConfig) time.Duration {
+	if rs == nil {
 		return 10 * time.Second
 	}
-	return time.Duration(n.rs.HeartbeatTimeoutSecs) * time.Second
+	return time.Duration(rs.HeartbeatTimeoutSecs) * time.Second
 }
 
 // resetElectionTimerLocked schedules the next election check at

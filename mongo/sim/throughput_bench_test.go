@@ -14,11 +14,12 @@ import (
 
 // BenchmarkInsert measures single-document inserts through the driver
 // on a 3-member set (real mongod-sim processes), for w:1 and w:majority,
-// with one client goroutine and with 16 (the chaos workload runs many
-// writers at once, which is what group commit serves). It reports
-// inserts/s; measured, never asserted:
+// with one client goroutine, with 16 on one collection (the chaos
+// workload runs many writers at once, which is what group commit serves)
+// and with 16 spread over 4 collections (what per-collection locking
+// serves). It reports inserts/s; measured, never asserted:
 //
-//	go test -run '^$' -bench Insert -benchtime 3s ./mongo/sim/
+//	go test -run '^$' -bench Insert -benchtime 3s -count 2 ./mongo/sim/
 func BenchmarkInsert(b *testing.B) {
 	ms := []*member{newMember(b), newMember(b), newMember(b)}
 	mustRun(b, ms[0].client(b), bson.D{{Key: "replSetInitiate", Value: rsConfig(ms, fastSettings)}})
@@ -31,21 +32,26 @@ func BenchmarkInsert(b *testing.B) {
 		name    string
 		concern *writeconcern.WriteConcern
 	}{{"w1", &writeconcern.WriteConcern{W: 1}}, {"wmajority", writeconcern.Majority()}} {
-		coll := client.Database("bench").Collection(wc.name, options.Collection().SetWriteConcern(wc.concern))
-		for _, writers := range []int{1, 16} {
-			b.Run(fmt.Sprintf("%s/writers=%d", wc.name, writers), func(b *testing.B) {
-				benchInserts(b, coll, writers)
+		for _, c := range []struct{ writers, colls int }{{1, 1}, {16, 1}, {16, 4}} {
+			colls := make([]*mongo.Collection, c.colls)
+			for i := range colls {
+				colls[i] = client.Database("bench").Collection(fmt.Sprintf("%s_%d", wc.name, i), options.Collection().SetWriteConcern(wc.concern))
+			}
+			b.Run(fmt.Sprintf("%s/writers=%d/colls=%d", wc.name, c.writers, c.colls), func(b *testing.B) {
+				benchInserts(b, colls, c.writers)
 			})
 		}
 	}
 }
 
-// benchInserts runs b.N inserts split over writers goroutines.
-func benchInserts(b *testing.B, coll *mongo.Collection, writers int) {
+// benchInserts runs b.N inserts split over writers goroutines, writer i
+// inserting into colls[i%len(colls)].
+func benchInserts(b *testing.B, colls []*mongo.Collection, writers int) {
 	next := make(chan struct{})
 	errs := make(chan error, writers)
 	b.ResetTimer()
-	for range writers {
+	for i := range writers {
+		coll := colls[i%len(colls)]
 		go func() {
 			var first error // keep draining next after a failure, so the feeder never blocks
 			for range next {
