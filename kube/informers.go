@@ -415,6 +415,8 @@ func (i *Informers) Secret(namespace, name string) (*corev1.Secret, error) {
 // SecretData returns the Secret with its data: the copy read before while
 // the cache shows the same resourceVersion, else one bounded GET (counted,
 // SecretValueReads). A Secret the cache does not hold is NotFound, with no GET.
+// Only its name, namespace, UID, resourceVersion and data are kept
+// (secretValue).
 func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	meta, err := i.Secret(namespace, name)
 	if err != nil {
@@ -434,12 +436,23 @@ func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*co
 	if err != nil {
 		return nil, err
 	}
-	s.ManagedFields = nil
-	delete(s.Annotations, lastApplied)
+	v = secretValue(s)
 	i.mu.Lock()
-	i.values[key] = s
+	i.values[key] = v
 	i.mu.Unlock()
-	return s, nil
+	return v, nil
+}
+
+// secretValue is what SecretData keeps of a Secret read with its data, all
+// its callers read: its name, namespace, UID and resourceVersion, and its
+// data. Its labels, annotations, owners and finalizers are the cache's
+// (Secret), and a copy of the whole object would be held per Secret asked
+// for.
+func secretValue(s *corev1.Secret) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Data:       s.Data,
+	}
 }
 
 // forgetValue drops the data of a deleted Secret.
