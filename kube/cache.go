@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -94,6 +95,7 @@ func Transform(obj any) (any, error) {
 		if a := m.GetAnnotations(); a[lastApplied] != "" {
 			delete(a, lastApplied)
 		}
+		internMeta(m)
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -116,7 +118,7 @@ func Transform(obj any) (any, error) {
 		}
 		o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas,
 			PersistentVolumeClaimRetentionPolicy: o.Spec.PersistentVolumeClaimRetentionPolicy,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: o.Spec.Template.Annotations}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: internMap(o.Spec.Template.Annotations)}},
 			VolumeClaimTemplates: claims}
 		o.Status = appsv1.StatefulSetStatus{Replicas: o.Status.Replicas}
 	case *corev1.PersistentVolumeClaim:
@@ -137,6 +139,38 @@ func Transform(obj any) (any, error) {
 		o.Spec, o.Status = corev1.NodeSpec{}, corev1.NodeStatus{Conditions: ready}
 	}
 	return obj, nil
+}
+
+// internMeta makes the strings that repeat from object to object share
+// one copy: the namespace, the labels' and annotations' keys and values,
+// the owners' API versions and kinds, the finalizers. Decoded, each object
+// holds copies of its own (the labels alone are most of a claim's or a
+// budget's size); the values are the same.
+func internMeta(m metav1.Object) {
+	m.SetNamespace(unique.Make(m.GetNamespace()).Value())
+	m.SetLabels(internMap(m.GetLabels()))
+	m.SetAnnotations(internMap(m.GetAnnotations()))
+	refs := m.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion, refs[i].Kind = unique.Make(refs[i].APIVersion).Value(), unique.Make(refs[i].Kind).Value()
+	}
+	f := m.GetFinalizers()
+	for i := range f {
+		f[i] = unique.Make(f[i]).Value()
+	}
+}
+
+// internMap is a copy of in whose keys and values are interned, or in
+// when it is empty.
+func internMap(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return in
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
 }
 
 // containerStatuses keep what the observation (restarts, last exit code)
