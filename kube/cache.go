@@ -118,8 +118,8 @@ func Transform(obj any) (any, error) {
 		}
 		o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas,
 			PersistentVolumeClaimRetentionPolicy: o.Spec.PersistentVolumeClaimRetentionPolicy,
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: internMap(o.Spec.Template.Annotations)}},
-			VolumeClaimTemplates: claims}
+			Template:                             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: internMap(o.Spec.Template.Annotations)}},
+			VolumeClaimTemplates:                 claims}
 		o.Status = appsv1.StatefulSetStatus{Replicas: o.Status.Replicas}
 	case *corev1.PersistentVolumeClaim:
 		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName, VolumeName: o.Spec.VolumeName,

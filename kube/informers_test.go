@@ -11,8 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -32,9 +32,9 @@ func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
 			Annotations: map[string]string{TemplateHashAnnotation: "h1", lastApplied: "{}"}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "mongod", Args: []string{"--replSet"}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "mongod", RestartCount: 2, Image: "mongo:7", ContainerID: "sim://1",
-				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 14}}}}},
 	}
 	got, _ := Transform(pod)
@@ -69,7 +69,7 @@ func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{TemplateHashAnnotation: "h1"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mongod", Args: []string{"--replSet"}}}}},
 			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
-			ServiceName: "db",
+			ServiceName:                          "db",
 			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: DataVolume, Labels: map[string]string{"a": "b"}},
 				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
 					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}},
