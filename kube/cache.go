@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"errors"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,8 +22,9 @@ import (
 // is the API's NotFound error. The objects are shared with the cache: never
 // modify one (copy it first). They are as Transform leaves them: no
 // managedFields, no last-applied annotation, a Pod without its spec but its
-// node, a StatefulSet without its pod template's spec, a Secret without its
-// data (SecretData has the data).
+// node, a StatefulSet without its pod template but its annotations, claims
+// and budgets with only the spec and status fields the observation reads,
+// a Secret without its data (SecretData has the data).
 type Reader interface {
 	// Mgors is a Mgors object (status included).
 	Mgors(namespace, name string) (*v1alpha1.Mgors, error)
@@ -51,7 +53,8 @@ type Reader interface {
 	// Secret is any Secret of the namespace (the user's too), without its data.
 	Secret(namespace, name string) (*corev1.Secret, error)
 	// SecretData is a Secret with its data, as of the resourceVersion the
-	// cache holds. Never log what it returns.
+	// cache holds: its name, namespace, UID, resourceVersion and data, and
+	// no other field (Secret has its metadata). Never log what it returns.
 	SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 	// FailedCreates are the FailedCreate Events of the StatefulSet
 	// namespace/name (its controller could not make a pod: a quota, an
@@ -82,32 +85,55 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Transform trims an object before an informer stores it, so the caches
 // hold what the operator reads and nothing else: no managedFields and no
 // last-applied annotation on any kind; a Pod keeps its metadata, its node
-// and its status (phase, conditions, container states); a StatefulSet keeps
-// all but its pod template's spec (the template's metadata, with its hash
-// annotation, stays); a Secret keeps its metadata only (no value is ever
-// cached in an informer); an Event keeps whose it is (kind, name, UID), its
-// reason, message and times; a Node keeps its name and Ready condition.
-// Anything else (a delete tombstone) passes as is.
+// and its status's phase, conditions and container statuses (of each its
+// name, restart count, waiting state and last termination); a StatefulSet
+// keeps its metadata, replicas, claim retention policy, its pod template's
+// annotations (the hash), of each claim template the name and requests, and
+// its status's replicas; a claim keeps its metadata, storage class, volume
+// name and requests, and its status's phase and capacity; a budget keeps its
+// metadata and minAvailable; a Secret keeps its metadata only (no value is
+// ever cached in an informer); an Event keeps whose it is (kind, name, UID),
+// its reason, message and times; a Node keeps its name and Ready condition.
+// Anything else (a Mgors, a Service, a delete tombstone) passes as is.
 func Transform(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
 		if a := m.GetAnnotations(); a[lastApplied] != "" {
 			delete(a, lastApplied)
 		}
+		internMeta(m)
 	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		o.Spec = corev1.PodSpec{NodeName: o.Spec.NodeName}
 		o.Status = corev1.PodStatus{Phase: o.Status.Phase, Conditions: o.Status.Conditions,
-			InitContainerStatuses: o.Status.InitContainerStatuses, ContainerStatuses: o.Status.ContainerStatuses}
+			InitContainerStatuses: containerStatuses(o.Status.InitContainerStatuses),
+			ContainerStatuses:     containerStatuses(o.Status.ContainerStatuses)}
 	case *corev1.Secret:
 		o.Data, o.StringData, o.Annotations = nil, nil, nil
 	case *appsv1.StatefulSet:
-		// The pod template's spec (containers, probes, volumes) is most of
-		// a StatefulSet and is never read from the cache: the template is
-		// compared by its hash annotation, and EnsureStatefulSet reads the
-		// object fresh before it writes.
-		o.Spec.Template.Spec = corev1.PodSpec{}
+		// The pod template is compared by its hash annotation, and
+		// EnsureStatefulSet reads the object fresh before it writes: of the
+		// spec the observation reads the replicas, the retention policy and
+		// the data claim template's requests (claimTemplateSize), and of the
+		// status the replicas (Diagnose).
+		claims := make([]corev1.PersistentVolumeClaim, len(o.Spec.VolumeClaimTemplates))
+		for i, c := range o.Spec.VolumeClaimTemplates {
+			claims[i].Name = c.Name
+			claims[i].Spec.Resources.Requests = c.Spec.Resources.Requests
+		}
+		o.Spec = appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas,
+			PersistentVolumeClaimRetentionPolicy: o.Spec.PersistentVolumeClaimRetentionPolicy,
+			Template:                             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: internMap(o.Spec.Template.Annotations)}},
+			VolumeClaimTemplates:                 claims}
+		o.Status = appsv1.StatefulSetStatus{Replicas: o.Status.Replicas}
+	case *corev1.PersistentVolumeClaim:
+		o.Spec = corev1.PersistentVolumeClaimSpec{StorageClassName: o.Spec.StorageClassName, VolumeName: o.Spec.VolumeName,
+			Resources: corev1.VolumeResourceRequirements{Requests: o.Spec.Resources.Requests}}
+		o.Status = corev1.PersistentVolumeClaimStatus{Phase: o.Status.Phase, Capacity: o.Status.Capacity}
+	case *policyv1.PodDisruptionBudget:
+		o.Spec = policyv1.PodDisruptionBudgetSpec{MinAvailable: o.Spec.MinAvailable}
+		o.Status = policyv1.PodDisruptionBudgetStatus{}
 	case *corev1.Event:
 		// What createFailure reads: whose, why, and when it last happened.
 		o.ObjectMeta = metav1.ObjectMeta{Name: o.Name, Namespace: o.Namespace, UID: o.UID, ResourceVersion: o.ResourceVersion}
@@ -124,6 +150,55 @@ func Transform(obj any) (any, error) {
 		o.Spec, o.Status = corev1.NodeSpec{}, corev1.NodeStatus{Conditions: ready}
 	}
 	return obj, nil
+}
+
+// internMeta makes the strings that repeat from object to object share
+// one copy: the namespace, the labels' and annotations' keys and values,
+// the owners' API versions and kinds, the finalizers. Decoded, each object
+// holds copies of its own (the labels alone are most of a claim's or a
+// budget's size); the values are the same.
+func internMeta(m metav1.Object) {
+	m.SetNamespace(unique.Make(m.GetNamespace()).Value())
+	m.SetLabels(internMap(m.GetLabels()))
+	m.SetAnnotations(internMap(m.GetAnnotations()))
+	refs := m.GetOwnerReferences()
+	for i := range refs {
+		refs[i].APIVersion, refs[i].Kind = unique.Make(refs[i].APIVersion).Value(), unique.Make(refs[i].Kind).Value()
+	}
+	f := m.GetFinalizers()
+	for i := range f {
+		f[i] = unique.Make(f[i]).Value()
+	}
+}
+
+// internMap is a copy of in whose keys and values are interned, or in
+// when it is empty.
+func internMap(in map[string]string) map[string]string {
+	if len(in) == 0 {
+		return in
+	}
+	out := make(map[string]string, len(in))
+	for k, v := range in {
+		out[unique.Make(k).Value()] = unique.Make(v).Value()
+	}
+	return out
+}
+
+// containerStatuses keep what the observation (restarts, last exit code)
+// and Diagnose (waiting reasons, crash messages) read of a pod's
+// containers: the name, restart count, waiting state and last termination.
+// The image, IDs, running state, resources and mounts are dropped.
+func containerStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i, c := range in {
+		out[i] = corev1.ContainerStatus{Name: c.Name, RestartCount: c.RestartCount,
+			State:                corev1.ContainerState{Waiting: c.State.Waiting},
+			LastTerminationState: corev1.ContainerState{Terminated: c.LastTerminationState.Terminated}}
+	}
+	return out
 }
 
 var _ cache.TransformFunc = Transform

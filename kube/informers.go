@@ -433,7 +433,8 @@ type secretValue struct {
 // the cache shows its resourceVersion, or still the one it showed when the
 // copy was read (the cache lags a write the GET already saw: the copy is
 // the newer), else one bounded GET (counted, SecretValueReads). A Secret the
-// cache does not hold is NotFound, with no GET.
+// cache does not hold is NotFound, with no GET. Only its name, namespace,
+// UID, resourceVersion and data are kept (dataOnly).
 func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	meta, err := i.Secret(namespace, name)
 	if err != nil {
@@ -453,12 +454,23 @@ func (i *Informers) SecretData(ctx context.Context, namespace, name string) (*co
 	if err != nil {
 		return nil, err
 	}
-	s.ManagedFields = nil
-	delete(s.Annotations, lastApplied)
+	s = dataOnly(s)
 	i.mu.Lock()
 	i.values[key] = secretValue{secret: s, seen: meta.ResourceVersion}
 	i.mu.Unlock()
 	return s, nil
+}
+
+// dataOnly is what SecretData keeps of a Secret read with its data, all
+// its callers read: its name, namespace, UID and resourceVersion, and its
+// data. Its labels, annotations, owners and finalizers are the cache's
+// (Secret), and a copy of the whole object would be held per Secret asked
+// for.
+func dataOnly(s *corev1.Secret) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Data:       s.Data,
+	}
 }
 
 // forgetValue drops the data of a deleted Secret.

@@ -9,10 +9,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
@@ -29,8 +32,10 @@ func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
 			Annotations: map[string]string{TemplateHashAnnotation: "h1", lastApplied: "{}"}},
 		Spec: corev1.PodSpec{NodeName: "n1", Containers: []corev1.Container{{Name: "mongod", Args: []string{"--replSet"}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
-			Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-			ContainerStatuses: []corev1.ContainerStatus{{Name: "mongod", RestartCount: 2}}},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "mongod", RestartCount: 2, Image: "mongo:7", ContainerID: "sim://1",
+				State:                corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}},
+				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 14}}}}},
 	}
 	got, _ := Transform(pod)
 	p := got.(*corev1.Pod)
@@ -38,6 +43,10 @@ func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
 		p.Labels[LabelCluster] != "db" || p.Spec.NodeName != "n1" || len(p.Spec.Containers) != 0 || p.Status.PodIP != "" ||
 		p.Status.Phase != corev1.PodRunning || len(p.Status.Conditions) != 1 || p.Status.ContainerStatuses[0].RestartCount != 2 {
 		t.Errorf("pod %+v", p)
+	}
+	if c := p.Status.ContainerStatuses[0]; c.Name != "mongod" || c.Image != "" || c.ContainerID != "" ||
+		c.State.Waiting.Reason != "CrashLoopBackOff" || c.LastTerminationState.Terminated.ExitCode != 14 {
+		t.Errorf("container status %+v", c)
 	}
 	sec := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db-keyfile", ResourceVersion: "7", Finalizers: []string{SecretFinalizer},
 		Annotations: map[string]string{lastApplied: `{"data":{"keyfile":"c2VjcmV0"}}`}},
@@ -59,13 +68,43 @@ func TestTransformKeepsWhatTheOperatorReads(t *testing.T) {
 		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](3),
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{TemplateHashAnnotation: "h1"}},
 				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "mongod", Args: []string{"--replSet"}}}}},
-			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: DataVolume}}}},
-		Status: appsv1.StatefulSetStatus{Replicas: 3}}
+			PersistentVolumeClaimRetentionPolicy: &appsv1.StatefulSetPersistentVolumeClaimRetentionPolicy{WhenDeleted: appsv1.RetainPersistentVolumeClaimRetentionPolicyType},
+			ServiceName:                          "db",
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: DataVolume, Labels: map[string]string{"a": "b"}},
+				Spec: corev1.PersistentVolumeClaimSpec{AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}}}}},
+		Status: appsv1.StatefulSetStatus{Replicas: 3, UpdateRevision: "db-1"}}
 	got, _ = Transform(set)
 	st := got.(*appsv1.StatefulSet)
 	if st.ManagedFields != nil || *st.Spec.Replicas != 3 || st.Spec.Template.Annotations[TemplateHashAnnotation] != "h1" ||
-		len(st.Spec.Template.Spec.Containers) != 0 || len(st.Spec.VolumeClaimTemplates) != 1 || st.Status.Replicas != 3 {
+		len(st.Spec.Template.Spec.Containers) != 0 || len(st.Spec.VolumeClaimTemplates) != 1 || st.Status.Replicas != 3 ||
+		st.Spec.PersistentVolumeClaimRetentionPolicy == nil || st.Spec.ServiceName != "" || st.Status.UpdateRevision != "" {
 		t.Errorf("statefulset %+v", st)
+	}
+	if c := st.Spec.VolumeClaimTemplates[0]; c.Name != DataVolume || c.Labels != nil || c.Spec.AccessModes != nil ||
+		c.Spec.Resources.Requests.Storage().String() != "1Gi" {
+		t.Errorf("claim template %+v", c)
+	}
+	claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-db-0", Labels: map[string]string{LabelCluster: "db"}},
+		Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr.To("fast"), VolumeName: "pv-1",
+			AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}}},
+		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimBound, AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Capacity: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("2Gi")}}}
+	got, _ = Transform(claim)
+	c := got.(*corev1.PersistentVolumeClaim)
+	if c.Labels[LabelCluster] != "db" || *c.Spec.StorageClassName != "fast" || c.Spec.VolumeName != "pv-1" || c.Spec.AccessModes != nil ||
+		c.Spec.Resources.Requests.Storage().String() != "1Gi" || c.Status.Phase != corev1.ClaimBound || c.Status.AccessModes != nil ||
+		c.Status.Capacity.Storage().String() != "2Gi" {
+		t.Errorf("claim %+v", c)
+	}
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"a": "b"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1, CurrentHealthy: 3}}
+	got, _ = Transform(pdb)
+	b := got.(*policyv1.PodDisruptionBudget)
+	if b.Name != "db" || b.Spec.MinAvailable.IntVal != 2 || b.Spec.Selector != nil || b.Status.CurrentHealthy != 0 {
+		t.Errorf("budget %+v", b)
 	}
 	tomb := cache.DeletedFinalStateUnknown{Key: "ns/x", Obj: pod}
 	if got, err := Transform(tomb); err != nil || got != any(tomb) {
@@ -80,7 +119,8 @@ func TestInformers(t *testing.T) {
 	m := sample()
 	owned := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-0", Namespace: "ns", Labels: Labels(m, ComponentMember)}}
 	stranger := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-9", Namespace: "ns", Labels: ClusterSelectorLabels(m)}}
-	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "ns", ResourceVersion: "1"},
+	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "ns", ResourceVersion: "1",
+		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "b"}},
 		Data: map[string][]byte{"password": []byte("one")}}
 	kc := fake.NewClientset(owned, stranger, users)
 	gets := 0
@@ -109,6 +149,9 @@ func TestInformers(t *testing.T) {
 		s, err := inf.SecretData(ctx, "ns", "users")
 		if err != nil || string(s.Data["password"]) != "one" {
 			t.Fatalf("data %v, %v", s, err)
+		}
+		if s.Name != "users" || s.Namespace != "ns" || s.ResourceVersion == "" || s.Labels != nil || s.Annotations != nil {
+			t.Fatalf("kept of the Secret: %+v (only its name, namespace, UID, resourceVersion and data)", s.ObjectMeta)
 		}
 	}
 	if gets != 1 || inf.SecretValueReads() != 1 {

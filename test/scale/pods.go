@@ -22,7 +22,9 @@ import (
 // creates them; nothing schedules them) what a kubelet would once mongod
 // runs, Running and Ready, or not Ready while the harness holds the member
 // down. It keeps no cache of the pods (its memory would be counted as the
-// operator's): a raw watch, re-listed when it ends.
+// operator's): a raw watch, resumed from the last resourceVersion it saw
+// when it ends, and a LIST in pages of listPage pods only at the start and
+// when the watch cannot resume (its resourceVersion expired).
 type Kubelet struct {
 	Client    kubernetes.Interface
 	Namespace string
@@ -33,34 +35,73 @@ type Kubelet struct {
 	Writes atomic.Int64
 }
 
+// listPage bounds the pods one page of the LIST holds: the whole list of
+// N = 1,000 clusters' pods, held while their statuses were written, was
+// 13 KiB per cluster of the row's heap figure.
+const listPage = 100
+
 // Run keeps the pods' status until ctx ends.
 func (k *Kubelet) Run(ctx context.Context) {
-	sel := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy}
+	rv := ""
 	for ctx.Err() == nil {
+		if rv == "" {
+			var err error
+			if rv, err = k.settleAll(ctx); err != nil {
+				sleep(ctx, time.Second)
+				continue
+			}
+		}
+		rv = k.follow(ctx, rv)
+	}
+}
+
+// settleAll lists the member pods a page at a time and settles each; it
+// returns the resourceVersion of the list, where a watch starts.
+func (k *Kubelet) settleAll(ctx context.Context) (string, error) {
+	o := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy, Limit: listPage}
+	for {
 		lctx, cancel := context.WithTimeout(ctx, time.Minute)
-		list, err := k.Client.CoreV1().Pods(k.Namespace).List(lctx, sel)
+		list, err := k.Client.CoreV1().Pods(k.Namespace).List(lctx, o)
 		cancel()
 		if err != nil {
-			sleep(ctx, time.Second)
-			continue
+			return "", err
 		}
 		for i := range list.Items {
 			k.settle(ctx, &list.Items[i])
 		}
-		o := sel
-		o.ResourceVersion = list.ResourceVersion
-		w, err := k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, o)
-		if err != nil {
-			sleep(ctx, time.Second)
+		if list.Continue == "" {
+			return list.ResourceVersion, nil
+		}
+		o.Continue = list.Continue
+	}
+}
+
+// follow watches the member pods from rv and settles each one added or
+// changed; it returns the last resourceVersion seen when the watch ends,
+// to resume from, or "" when it cannot resume (an error: list again).
+func (k *Kubelet) follow(ctx context.Context, rv string) string {
+	o := metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=" + kube.ManagedBy,
+		ResourceVersion: rv, AllowWatchBookmarks: true}
+	w, err := k.Client.CoreV1().Pods(k.Namespace).Watch(ctx, o)
+	if err != nil {
+		sleep(ctx, time.Second)
+		return ""
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			return ""
+		}
+		p, ok := ev.Object.(*corev1.Pod)
+		if !ok {
 			continue
 		}
-		for ev := range w.ResultChan() {
-			if p, ok := ev.Object.(*corev1.Pod); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
-				k.settle(ctx, p)
-			}
+		rv = p.ResourceVersion
+		if ev.Type == watch.Added || ev.Type == watch.Modified {
+			k.settle(ctx, p)
 		}
-		w.Stop()
 	}
+	return rv
 }
 
 // Down holds a pod down (not Ready) or lets it up again, and writes it now:

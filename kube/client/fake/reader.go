@@ -163,7 +163,9 @@ func (r *Reader) Claims(namespace string, selector labels.Selector) ([]*corev1.P
 
 // Secret reads a Secret without its data.
 func (r *Reader) Secret(namespace, name string) (*corev1.Secret, error) {
-	s, err := r.SecretData(context.Background(), namespace, name)
+	ctx, cancel := bounded()
+	defer cancel()
+	s, err := r.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
@@ -171,11 +173,19 @@ func (r *Reader) Secret(namespace, name string) (*corev1.Secret, error) {
 	return s, nil
 }
 
-// SecretData reads a Secret with its data.
+// SecretData reads a Secret with its data, and keeps what the informers'
+// SecretData keeps: its name, namespace, UID, resourceVersion and data.
 func (r *Reader) SecretData(ctx context.Context, namespace, name string) (*corev1.Secret, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return r.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	s, err := r.Kube.CoreV1().Secrets(namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace, UID: s.UID, ResourceVersion: s.ResourceVersion},
+		Data:       s.Data,
+	}, nil
 }
 
 // FailedCreates lists the FailedCreate Events of a StatefulSet (the fake
