@@ -23,10 +23,10 @@ func held(t *testing.T, n *Node, what string, fn func()) {
 	n.mu.Unlock()
 }
 
-// Hello, a heartbeat's answer, the heartbeat loop's request and the
-// folding of its outcome never wait for the node's lock, which a write
-// holds while it reads and applies documents.
-func TestHelloAndHeartbeatsDoNotWaitForWrites(t *testing.T) {
+// unstartedNode is a member of rs0 made but not started: no listener, no
+// loops; its store closed when the test ends.
+func unstartedNode(t *testing.T) *Node {
+	t.Helper()
 	cfg := DefaultConfig()
 	cfg.DBPath, cfg.ReplSet = t.TempDir(), "rs0"
 	n, err := NewNode(cfg, zerolog.Nop())
@@ -34,6 +34,14 @@ func TestHelloAndHeartbeatsDoNotWaitForWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = n.store.Close() })
+	return n
+}
+
+// Hello, a heartbeat's answer, the heartbeat loop's request and the
+// folding of its outcome never wait for the node's lock, which a write
+// holds while it reads and applies documents.
+func TestHelloAndHeartbeatsDoNotWaitForWrites(t *testing.T) {
+	n := unstartedNode(t)
 	rs, err := ParseRSConfig(mustRaw(bson.D{{Key: "_id", Value: "rs0"}, {Key: "version", Value: int32(1)}, {Key: "term", Value: int64(2)},
 		{Key: "members", Value: bson.A{bson.D{{Key: "_id", Value: 0}, {Key: "host", Value: "a:1"}}, bson.D{{Key: "_id", Value: 1}, {Key: "host", Value: "b:1"}}}}}), true)
 	if err != nil {
@@ -105,13 +113,7 @@ func TestHelloAndHeartbeatsDoNotWaitForWrites(t *testing.T) {
 // An awaitable hello woken by a topology change answers the new
 // topologyVersion, never the one it waited on.
 func TestAwaitableHelloSeesTheChange(t *testing.T) {
-	cfg := DefaultConfig()
-	cfg.DBPath, cfg.ReplSet = t.TempDir(), "rs0"
-	n, err := NewNode(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.store.Close() })
+	n := unstartedNode(t)
 	c := &conn{n: n, nc: nopConn{}, id: 1, local: true}
 	v := n.replState()
 	got := make(chan bson.D, 1)
