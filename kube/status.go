@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -34,12 +35,20 @@ type StatusWriter struct {
 	Timeout time.Duration
 	// Cache, when set, is looked at first (the informer cache, Reader): a
 	// status it already shows is not written and costs no API call; one
-	// that differs is written from the cached copy, one request, and only
-	// when that copy was stale (the cache lags our own last write: the
-	// API answers Conflict) from a fresh read.
+	// that differs is written from the cached copy (or from the answer to
+	// our own last write, while the cache lags it), one request, and from
+	// a fresh read only when that copy was stale (the API answers Conflict:
+	// someone else wrote).
 	Cache interface {
 		Mgors(namespace, name string) (*v1alpha1.Mgors, error)
 	}
+
+	// mine holds, by UID, the answer to our last status write of each
+	// object until the cache shows it (lagging): the next write carries
+	// that answer's resourceVersion rather than the cache's older one,
+	// which the API would refuse with a Conflict.
+	mu   sync.Mutex
+	mine map[types.UID]written
 }
 
 // NewStatusWriter returns a StatusWriter with the default call timeout.
@@ -67,6 +76,9 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 	var cached *v1alpha1.Mgors // the first attempt's base, when the cache has the object
 	if w.Cache != nil {
 		if cur, err := w.Cache.Mgors(namespace, name); err == nil && (uid == "" || cur.UID == uid) {
+			if mine := w.lagging(cur); mine != nil {
+				cur = mine // the cache does not show our last write yet: its answer is the newer
+			}
 			next := cur.Status.DeepCopy()
 			mutate(next)
 			if equality.Semantic.DeepEqual(cur.Status, *next) {
@@ -102,13 +114,51 @@ func (w *StatusWriter) Update(ctx context.Context, namespace, name string, uid t
 		}
 		uctx, cancel := context.WithTimeout(ctx, timeout)
 		defer cancel()
-		if _, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{}); err != nil {
+		got, err := c.UpdateStatus(uctx, next, metav1.UpdateOptions{})
+		if err != nil {
 			return err
 		}
+		w.wrote(cur.ResourceVersion, got)
 		changed = true
 		return nil
 	})
 	return changed, err
+}
+
+// written is the answer to a status write, kept until the cache shows it.
+type written struct {
+	base string // the resourceVersion the write carried
+	obj  *v1alpha1.Mgors
+}
+
+// wrote keeps the answer to a write from base, when there is a cache to lag it.
+func (w *StatusWriter) wrote(base string, got *v1alpha1.Mgors) {
+	if w.Cache == nil || got == nil || got.UID == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.mine == nil {
+		w.mine = map[types.UID]written{}
+	}
+	w.mine[got.UID] = written{base: base, obj: got}
+}
+
+// lagging is the answer to our last write of cur's object while the cache
+// still shows cur at the resourceVersion that write replaced; nil (and
+// forgotten) once the cache shows anything else: our write, or a later one.
+func (w *StatusWriter) lagging(cur *v1alpha1.Mgors) *v1alpha1.Mgors {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.mine[cur.UID]
+	if !ok {
+		return nil
+	}
+	if cur.ResourceVersion == e.base {
+		return e.obj
+	}
+	delete(w.mine, cur.UID)
+	return nil
 }
 
 // Backup writes st as the status of the MgorsBackup b (a copy the caller

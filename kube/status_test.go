@@ -196,15 +196,41 @@ func TestStatusUpdateFromTheCache(t *testing.T) {
 	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || !changed || statusWrites(c) != 1 || *gets != 0 {
 		t.Fatalf("a changed status: changed %v, err %v, %d writes, %d reads", changed, err, statusWrites(c), *gets)
 	}
-	// The cache still shows Healthy at resourceVersion 1 (it lags): the
-	// write from it conflicts, the fresh read shows Recovering already, and
-	// nothing more is written.
-	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || changed || *gets != 1 {
-		t.Fatalf("the status just written, behind a lagging cache: changed %v, err %v, %d reads", changed, err, *gets)
+	// The cache still shows Healthy at resourceVersion 1 (it lags our
+	// write): the answer to that write shows Recovering, and nothing is
+	// written or read.
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || changed || *gets != 0 || statusWrites(c) != 1 {
+		t.Fatalf("the status just written, behind a lagging cache: changed %v, err %v, %d reads, %d writes", changed, err, *gets, statusWrites(c))
+	}
+	// Still behind: the next change is written from that answer's
+	// resourceVersion, with no Conflict and no read.
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseInitiating)); err != nil || !changed || *gets != 0 || statusWrites(c) != 2 {
+		t.Fatalf("a change behind a lagging cache: changed %v, err %v, %d reads, %d writes", changed, err, *gets, statusWrites(c))
 	}
 	got, err := c.Mgorses("ns").Get(ctx, "db", metav1.GetOptions{})
-	if err != nil || got.Status.Phase != v1alpha1.PhaseRecovering {
-		t.Fatalf("stored: %v, %v", got.Status.Phase, err)
+	if err != nil || got.Status.Phase != v1alpha1.PhaseInitiating || got.ResourceVersion != "3" {
+		t.Fatalf("stored: %v at %s, %v", got.Status.Phase, got.ResourceVersion, err)
+	}
+	*gets = 0
+	// Someone else wrote (resourceVersion 4, a spec change), and the cache
+	// shows it: our answer is forgotten, the cache's copy is written from.
+	other := got.DeepCopy()
+	other.ResourceVersion = "4"
+	gvr := v1alpha1.SchemeGroupVersion.WithResource("mgorses")
+	if err := c.Tracker().Update(gvr, other.DeepCopy(), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	w.Cache = cachedMgors{other}
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || !changed || *gets != 0 || statusWrites(c) != 3 {
+		t.Fatalf("after another writer: changed %v, err %v, %d reads, %d writes", changed, err, *gets, statusWrites(c))
+	}
+	// The cache lags that other writer (it shows 4, the API has 6): the
+	// write conflicts, and the fresh read is written from.
+	if err := c.Tracker().Update(gvr, func() *v1alpha1.Mgors { o := other.DeepCopy(); o.ResourceVersion = "6"; return o }(), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseRecovering)); err != nil || !changed || *gets != 1 {
+		t.Fatalf("behind another writer: changed %v, err %v, %d reads", changed, err, *gets)
 	}
 	w.Cache = cachedMgors{}
 	if changed, err := w.Update(ctx, "ns", "db", m.UID, phase(v1alpha1.PhaseHealthy)); err != nil || !changed {
