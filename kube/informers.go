@@ -65,14 +65,18 @@ type Informers struct {
 	backups    cache.SharedIndexInformer
 	restores   cache.SharedIndexInformer
 
-	pods     corelisters.PodLister
-	claims   corelisters.PersistentVolumeClaimLister
-	services corelisters.ServiceLister
-	sets     appslisters.StatefulSetLister
-	budgets  policylisters.PodDisruptionBudgetLister
-	secrets  corelisters.SecretLister
-	nodes    corelisters.NodeLister
-	classes  storagelisters.StorageClassLister
+	pods   corelisters.PodLister
+	claims corelisters.PersistentVolumeClaimLister
+	// podIndex and claimIndex index them by cluster (clusterIndex), so
+	// that reading one cluster's does not walk every pod of a namespace
+	// with a thousand clusters.
+	podIndex, claimIndex cache.Indexer
+	services             corelisters.ServiceLister
+	sets                 appslisters.StatefulSetLister
+	budgets              policylisters.PodDisruptionBudgetLister
+	secrets              corelisters.SecretLister
+	nodes                corelisters.NodeLister
+	classes              storagelisters.StorageClassLister
 
 	synced atomic.Bool
 	// values holds the Secrets SecretData read, by namespace/name; only
@@ -92,6 +96,10 @@ func NewInformers(kc kubernetes.Interface, mc client.Interface, o InformerOption
 		informers.WithTweakListOptions(func(l *metav1.ListOptions) { l.LabelSelector = LabelManagedBy + "=" + ManagedBy }))
 	i.all = informers.NewSharedInformerFactoryWithOptions(kc, o.Resync,
 		informers.WithNamespace(o.Namespace), informers.WithTransform(Transform))
+	pods, claims := i.owned.Core().V1().Pods().Informer(), i.owned.Core().V1().PersistentVolumeClaims().Informer()
+	_ = pods.AddIndexers(cache.Indexers{clusterIndex: byCluster})
+	_ = claims.AddIndexers(cache.Indexers{clusterIndex: byCluster})
+	i.podIndex, i.claimIndex = pods.GetIndexer(), claims.GetIndexer()
 	i.pods = i.owned.Core().V1().Pods().Lister()
 	i.claims = i.owned.Core().V1().PersistentVolumeClaims().Lister()
 	i.services = i.owned.Core().V1().Services().Lister()
@@ -403,6 +411,9 @@ func (i *Informers) Pods(namespace string, selector labels.Selector) ([]*corev1.
 	if err := i.ready(); err != nil {
 		return nil, err
 	}
+	if cluster, ok := selector.RequiresExactMatch(LabelCluster); ok {
+		return byIndex[*corev1.Pod](i.podIndex, namespace, cluster, selector)
+	}
 	return i.pods.Pods(namespace).List(selector)
 }
 
@@ -411,7 +422,42 @@ func (i *Informers) Claims(namespace string, selector labels.Selector) ([]*corev
 	if err := i.ready(); err != nil {
 		return nil, err
 	}
+	if cluster, ok := selector.RequiresExactMatch(LabelCluster); ok {
+		return byIndex[*corev1.PersistentVolumeClaim](i.claimIndex, namespace, cluster, selector)
+	}
 	return i.claims.PersistentVolumeClaims(namespace).List(selector)
+}
+
+// clusterIndex indexes the pods and claims by "namespace/cluster", the
+// value of their LabelCluster.
+const clusterIndex = "cluster"
+
+func byCluster(obj any) ([]string, error) {
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, nil
+	}
+	c, ok := m.GetLabels()[LabelCluster]
+	if !ok {
+		return nil, nil
+	}
+	return []string{m.GetNamespace() + "/" + c}, nil
+}
+
+// byIndex lists the objects of one cluster from an indexer by clusterIndex,
+// those selector selects.
+func byIndex[T metav1.Object](ix cache.Indexer, namespace, cluster string, selector labels.Selector) ([]T, error) {
+	objs, err := ix.ByIndex(clusterIndex, namespace+"/"+cluster)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(objs))
+	for _, obj := range objs {
+		if o, ok := obj.(T); ok && selector.Matches(labels.Set(o.GetLabels())) {
+			out = append(out, o)
+		}
+	}
+	return out, nil
 }
 
 // Secret reads a Secret's metadata from the cache.

@@ -122,7 +122,9 @@ func TestInformers(t *testing.T) {
 	users := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "users", Namespace: "ns", ResourceVersion: "1",
 		Labels: map[string]string{"team": "a"}, Annotations: map[string]string{"note": "b"}},
 		Data: map[string][]byte{"password": []byte("one")}}
-	kc := fake.NewClientset(owned, stranger, users)
+	neighbour := sample(func(m *v1alpha1.Mgors) { m.Name = "other" })
+	next := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other-0", Namespace: "ns", Labels: Labels(neighbour, ComponentMember)}}
+	kc := fake.NewClientset(owned, stranger, users, next)
 	gets := 0
 	kc.PrependReactor("get", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		gets++
@@ -138,7 +140,14 @@ func TestInformers(t *testing.T) {
 	if err := inf.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}
-	pods, err := inf.Pods("ns", labels.SelectorFromSet(ClusterSelectorLabels(m)))
+	pods, err := inf.Pods("ns", labels.SelectorFromSet(ClusterSelectorLabels(neighbour)))
+	if err != nil || len(pods) != 1 || pods[0].Name != "other-0" {
+		t.Fatalf("pods of the cluster other: %v, %v", pods, err)
+	}
+	if all, err := inf.Pods("ns", labels.SelectorFromSet(map[string]string{LabelName: AppName})); err != nil || len(all) != 2 {
+		t.Fatalf("pods without a cluster in the selector: %v, %v", all, err)
+	}
+	pods, err = inf.Pods("ns", labels.SelectorFromSet(ClusterSelectorLabels(m)))
 	if err != nil || len(pods) != 1 || pods[0].Name != "db-0" {
 		t.Fatalf("pods %v, %v: only the operator's (managed-by) are watched", pods, err)
 	}
