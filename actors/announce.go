@@ -118,5 +118,7 @@ func (c *cluster) announce(r eventlog.Record, before State, e Event) {
 			c.announceRestore(e)
 		}
 	}
-	eventlog.LogEvent(c.log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
+	// The base logger: the record names its cluster and UID itself, and the
+	// actor's logger has them too (no key twice on a line).
+	eventlog.LogEvent(c.deps.Log, r, eventlog.Transition{PhaseBefore: string(before.Phase), Phase: string(c.state.Phase), Reason: reason})
 }
