@@ -273,21 +273,12 @@ func async(ctx actor.Context, f func() any, onPanic func(error) any) {
 	}()
 }
 
-// order is the cluster's place in the Gate's queue: its Mgors'
-// creationTimestamp, oldest first.
-func (c *cluster) order() int64 {
-	if c.mgors == nil || c.mgors.CreationTimestamp.IsZero() {
-		return 0
-	}
-	return c.mgors.CreationTimestamp.UnixNano()
-}
-
 // recover rebuilds the state from the log (snapshot, then records), off the mailbox.
 func (c *cluster) recover(ctx actor.Context) {
 	c.busy = true
-	deps, stream, order := c.deps, c.stream, c.order()
+	deps, stream := c.deps, c.stream
 	async(ctx, func() any {
-		defer deps.Gate.enter(order)()
+		defer deps.Gate.enter()()
 		lctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		snap, recs, err := deps.Store.Load(lctx, stream)
@@ -384,9 +375,9 @@ func (c *cluster) persist(ctx actor.Context, events []Event, action *Action, cau
 		}
 		recs = append(recs, r)
 	}
-	deps, stream, seq, order := c.deps, c.stream, c.state.Seq, c.order()
+	deps, stream, seq := c.deps, c.stream, c.state.Seq
 	async(ctx, func() any {
-		defer deps.Gate.enter(order)() // first: the Lease is asked once the wait is over
+		defer deps.Gate.enter()() // first: the Lease is asked once the wait is over
 		if err := deps.mayWrite(); err != nil {
 			return persisted{err: err, fencedBy: err.Error()}
 		}
@@ -436,9 +427,9 @@ func (c *cluster) onPersisted(ctx actor.Context, msg persisted) {
 }
 
 func (c *cluster) carryOut(ctx actor.Context, a Action) {
-	deps, m, order := c.deps, c.subject(), c.order()
+	deps, m := c.deps, c.subject()
 	async(ctx, func() any {
-		defer deps.Gate.enter(order)() // first: the Lease is asked once the wait is over
+		defer deps.Gate.enter()() // first: the Lease is asked once the wait is over
 		if err := deps.mayWrite(); err != nil {
 			return acted{action: a, err: err, fencedBy: err.Error()}
 		}
@@ -509,10 +500,10 @@ func (c *cluster) maybeSnapshot(ctx actor.Context) {
 		return
 	}
 	snap := eventlog.Snapshot{Seq: c.state.Seq, Time: c.deps.now(), State: b}
-	deps, stream, log, order := c.deps, c.stream, c.log, c.order()
+	deps, stream, log := c.deps, c.stream, c.log
 	go func() {
 		defer recoverIn(log, "saving a snapshot")
-		defer deps.Gate.enter(order)()
+		defer deps.Gate.enter()()
 		sctx, cancel := context.WithTimeout(context.Background(), deps.ObserveTimeout)
 		defer cancel()
 		if err := deps.Store.SaveSnapshot(sctx, stream, snap); err != nil {

@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -101,42 +100,9 @@ func TestClustersShareTheGate(t *testing.T) {
 	}
 }
 
-// A freed slot goes to the waiting step of the oldest cluster, then to the
-// one that came first.
-func TestGateServesTheOldestClusterFirst(t *testing.T) {
-	g := NewGate(1)
-	leave := g.enter(5)
-	var mu sync.Mutex
-	var got []int64
-	var wg sync.WaitGroup
-	for k, order := range []int64{3, 1, 2, 1} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer g.enter(order)()
-			mu.Lock()
-			got = append(got, order)
-			mu.Unlock()
-		}()
-		waitFor(t, "the step to wait", func() bool { // one at a time, so the arrival order is known
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			return g.seq == uint64(k+1)
-		})
-	}
-	leave()
-	wg.Wait()
-	if want := []int64{1, 1, 2, 3}; !slices.Equal(got, want) {
-		t.Fatalf("served %v, want %v", got, want)
-	}
-	if g.free != 1 {
-		t.Fatalf("%d slots free after all left, want 1", g.free)
-	}
-}
-
 func TestNilGateAdmitsAtOnce(t *testing.T) {
 	var g *Gate
-	leave := g.enter(0)
+	leave := g.enter()
 	leave()
 	if NewGate(0) != nil {
 		t.Fatal("NewGate(0) bounds nothing and is nil")

@@ -34,12 +34,12 @@ func (c *cluster) writeStatus(ctx actor.Context) {
 	wantBackups, wantRestores := BackupStatuses(c.state, backups, ArchiveCoverFor(c.state, *c.lastObs, c.mgors)), RestoreStatuses(c.state, *c.lastObs)
 	bw, _ := c.deps.World.(BackupWorld)
 	rw, _ := c.deps.World.(RestoreWorld)
-	deps, m, log, w, n, order := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number(), c.order()
+	deps, m, log, w, n := c.deps, c.mgors.DeepCopy(), c.log, c.status, c.status.number()
 	go func() {
 		defer recoverIn(log, "writing status")
 		w.mu.Lock() // before the Gate: a slot is never held waiting for mu
 		defer w.mu.Unlock()
-		defer deps.Gate.enter(order)()
+		defer deps.Gate.enter()()
 		if n < w.next.Load() {
 			return // a newer status is computed, and is written after this one
 		}
