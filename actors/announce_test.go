@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
@@ -13,28 +12,10 @@ import (
 	"github.com/mgors/operator/kube/api/v1alpha1"
 )
 
-// lockedBuffer is a log sink the actors' goroutines may write at once.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // Every line an actor logs on the way to Healthy, the event records'
 // included, names each key once.
 func TestLogLinesNameEachKeyOnce(t *testing.T) {
-	var logs lockedBuffer
+	var logs syncBuffer
 	world := newFakeWorld()
 	deps := testDeps(eventlog.NewMemory(), world)
 	deps.Log = zerolog.New(&logs).With().Timestamp().Logger()

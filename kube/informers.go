@@ -412,7 +412,7 @@ func (i *Informers) Pods(namespace string, selector labels.Selector) ([]*corev1.
 		return nil, err
 	}
 	if cluster, ok := selector.RequiresExactMatch(LabelCluster); ok {
-		return byIndex[*corev1.Pod](i.podIndex, namespace, cluster, selector)
+		return byIndex[*corev1.Pod](i.podIndex, clusterIndex, namespace+"/"+cluster, selector)
 	}
 	return i.pods.Pods(namespace).List(selector)
 }
@@ -423,7 +423,7 @@ func (i *Informers) Claims(namespace string, selector labels.Selector) ([]*corev
 		return nil, err
 	}
 	if cluster, ok := selector.RequiresExactMatch(LabelCluster); ok {
-		return byIndex[*corev1.PersistentVolumeClaim](i.claimIndex, namespace, cluster, selector)
+		return byIndex[*corev1.PersistentVolumeClaim](i.claimIndex, clusterIndex, namespace+"/"+cluster, selector)
 	}
 	return i.claims.PersistentVolumeClaims(namespace).List(selector)
 }
@@ -444,10 +444,10 @@ func byCluster(obj any) ([]string, error) {
 	return []string{m.GetNamespace() + "/" + c}, nil
 }
 
-// byIndex lists the objects of one cluster from an indexer by clusterIndex,
-// those selector selects.
-func byIndex[T metav1.Object](ix cache.Indexer, namespace, cluster string, selector labels.Selector) ([]T, error) {
-	objs, err := ix.ByIndex(clusterIndex, namespace+"/"+cluster)
+// byIndex lists from an indexer the objects under key of index, those
+// selector selects.
+func byIndex[T metav1.Object](ix cache.Indexer, index, key string, selector labels.Selector) ([]T, error) {
+	objs, err := ix.ByIndex(index, key)
 	if err != nil {
 		return nil, err
 	}
@@ -552,17 +552,7 @@ func (i *Informers) FailedCreates(namespace, name string) ([]*corev1.Event, erro
 	if err := i.ready(); err != nil {
 		return nil, err
 	}
-	objs, err := i.failedSets.ByIndex(failedSetIndex, namespace+"/"+name)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*corev1.Event, 0, len(objs))
-	for _, obj := range objs {
-		if e, ok := obj.(*corev1.Event); ok {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return byIndex[*corev1.Event](i.failedSets, failedSetIndex, namespace+"/"+name, labels.Everything())
 }
 
 // Node reads a node's readiness from the cache.
