@@ -53,7 +53,10 @@ type Config struct {
 	// before the row is: `go tool pprof -sample_index=inuse_space -base
 	// HeapProfile.base HeapProfile` is what the row added.
 	HeapProfile string
-	Log         zerolog.Logger
+	// CPUProfile, when set, is where a CPU profile (pprof) of the kill
+	// faults is written: what a reaction competes with.
+	CPUProfile string
+	Log        zerolog.Logger
 }
 
 // Run measures one row on the API server of base: it creates N Mgors in a
@@ -129,7 +132,9 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	res.RSS = rssMiB()
 
 	f := faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters, c: c}
+	stopProfile := startCPUProfile(c.CPUProfile, c.Log)
 	kills, killMissed, writes := f.run(ctx, f.kill)
+	stopProfile()
 	res.Kill = Summarise(kills, killMissed)
 	res.ObserveUnderFaults = Summarise(env.Observations.Take(), 0)
 	h.waitHealthy(ctx, c.N, c.HealthyWait)
@@ -287,6 +292,31 @@ func writeHeapProfile(path string, log zerolog.Logger) {
 	}()
 	if err != nil {
 		log.Warn().Err(err).Str("path", path).Msg("heap profile not written")
+	}
+}
+
+// startCPUProfile starts a CPU profile to path (none when path is empty)
+// and returns what stops it.
+func startCPUProfile(path string, log zerolog.Logger) (stop func()) {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		log.Warn().Err(err).Str("path", path).Msg("CPU profile not written")
+		if f != nil {
+			_ = f.Close()
+		}
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			log.Warn().Err(err).Str("path", path).Msg("CPU profile not written")
+		}
 	}
 }
 

@@ -40,6 +40,7 @@ func main() {
 		qps        = flag.Float64("qps", scale.OperatorQPS, "the row's client rate limit (cmd/mgors-operator's: 50, burst twice it)")
 		table      = flag.String("table", "", "print this results file as a markdown table and exit")
 		heapProf   = flag.String("heap-profile", "", "write a heap profile (pprof) here when the heap figure is taken, and one to this path + .base before the row")
+		cpuProf    = flag.String("cpu-profile", "", "write a CPU profile (pprof) of the kill faults here")
 	)
 	_ = flag.Parse(os.Args[1:])
 	if *table != "" {
@@ -72,7 +73,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	c := scale.Config{Row: *row, N: *n, Members: int32(*members), Settle: *settle, Window: *window,
-		Faults: *faults, Spacing: *spacing, Wait: *wait, HealthyWait: *healthy, QPS: float32(*qps), HeapProfile: *heapProf, Log: log}
+		Faults: *faults, Spacing: *spacing, Wait: *wait, HealthyWait: *healthy, QPS: float32(*qps), HeapProfile: *heapProf, CPUProfile: *cpuProf, Log: log}
 	fmt.Fprintf(os.Stderr, "mgors-scale: %s, N=%d: creating, waiting for Healthy, %s steady, %d faults of each kind\n", *row, *n, *window, min(*faults, *n))
 	res, err := scale.Run(ctx, cfg, c)
 	if errors.Is(err, context.Canceled) {
