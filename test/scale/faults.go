@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,6 +23,12 @@ type faults struct {
 	kubelet  *Kubelet
 	clusters []*v1alpha1.Mgors
 	c        Config
+
+	mu sync.Mutex
+	// delivered are, for the kills, how long after the write's answer the
+	// harness's own watch of the pods saw it (seen is false: never within the wait).
+	delivered   []time.Duration
+	undelivered int
 }
 
 // inject does one fault to m and returns when its write was answered; undo
@@ -86,14 +93,38 @@ func (f *faults) kill(ctx context.Context, m *v1alpha1.Mgors) (func(context.Cont
 	host := m.MemberHost(0, clusterDomain)
 	rs := f.members.set(host)
 	rs.Stop(host)
-	if err := f.kubelet.Down(ctx, m.PodName(0), true); err != nil {
+	pod := m.PodName(0)
+	f.kubelet.Track(pod)
+	rv, err := f.kubelet.Down(ctx, pod, true)
+	answered := time.Now()
+	if err != nil {
 		rs.Start(host)
 		return nil, err
 	}
+	seen := make(chan struct{})
+	go func() {
+		defer close(seen)
+		at, ok := f.kubelet.Seen(ctx, pod, rv, f.c.Wait)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if !ok {
+			f.undelivered++
+			return
+		}
+		f.delivered = append(f.delivered, max(at.Sub(answered), 0))
+	}()
 	return func(ctx context.Context) {
+		<-seen // the watch saw the kill before the pod is let up
 		rs.Start(host)
-		_ = f.kubelet.Down(ctx, m.PodName(0), false)
+		_, _ = f.kubelet.Down(ctx, pod, false)
 	}, nil
+}
+
+// deliveries are the kills' delivery times so far and how many were not seen.
+func (f *faults) deliveries() ([]time.Duration, int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.delivered), f.undelivered
 }
 
 // spec pauses the cluster (a spec change that asks for no work), and

@@ -31,6 +31,10 @@ type Kubelet struct {
 
 	mu   sync.Mutex
 	down map[string]bool // pod names held down
+	// seen is, for the pods a fault is measured on (Track), when the watch
+	// saw each of their resourceVersions: how long the API server took to
+	// deliver a write to a watcher, beside the operator's own informers.
+	seen map[string]*seenPod
 	// Writes counts the status writes, for the report's sanity checks.
 	Writes atomic.Int64
 }
@@ -97,6 +101,7 @@ func (k *Kubelet) follow(ctx context.Context, rv string) string {
 			continue
 		}
 		rv = p.ResourceVersion
+		k.saw(p.Name, rv)
 		if ev.Type == watch.Added || ev.Type == watch.Modified {
 			k.settle(ctx, p)
 		}
@@ -104,10 +109,69 @@ func (k *Kubelet) follow(ctx context.Context, rv string) string {
 	return rv
 }
 
+type seenPod struct {
+	at   map[string]time.Time // by resourceVersion
+	wake chan struct{}        // closed (and replaced) when one is added
+}
+
+// Track starts noting when the watch sees each version of pod.
+func (k *Kubelet) Track(pod string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.seen == nil {
+		k.seen = map[string]*seenPod{}
+	}
+	k.seen[pod] = &seenPod{at: map[string]time.Time{}, wake: make(chan struct{})}
+}
+
+func (k *Kubelet) saw(pod, rv string) {
+	now := time.Now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if s := k.seen[pod]; s != nil {
+		s.at[rv] = now
+		close(s.wake)
+		s.wake = make(chan struct{})
+	}
+}
+
+// Seen waits up to wait for the watch to see version rv of a tracked pod
+// and returns when it did; it stops tracking the pod.
+func (k *Kubelet) Seen(ctx context.Context, pod, rv string, wait time.Duration) (time.Time, bool) {
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	defer func() {
+		k.mu.Lock()
+		delete(k.seen, pod)
+		k.mu.Unlock()
+	}()
+	for {
+		k.mu.Lock()
+		s := k.seen[pod]
+		if s == nil {
+			k.mu.Unlock()
+			return time.Time{}, false
+		}
+		at, ok := s.at[rv]
+		wake := s.wake
+		k.mu.Unlock()
+		if ok {
+			return at, true
+		}
+		select {
+		case <-wake:
+		case <-t.C:
+			return time.Time{}, false
+		case <-ctx.Done():
+			return time.Time{}, false
+		}
+	}
+}
+
 // Down holds a pod down (not Ready) or lets it up again, and writes it now:
 // the write the reaction is measured from. It returns when the API server
-// answered.
-func (k *Kubelet) Down(ctx context.Context, pod string, down bool) error {
+// answered, with the resourceVersion the write made.
+func (k *Kubelet) Down(ctx context.Context, pod string, down bool) (string, error) {
 	k.mu.Lock()
 	if k.down == nil {
 		k.down = map[string]bool{}
@@ -119,7 +183,7 @@ func (k *Kubelet) Down(ctx context.Context, pod string, down bool) error {
 	k.mu.Unlock()
 	p, err := k.get(ctx, pod)
 	if err != nil {
-		return err
+		return "", err
 	}
 	return k.write(ctx, p, !down)
 }
@@ -141,7 +205,7 @@ func (k *Kubelet) settle(ctx context.Context, p *corev1.Pod) {
 	if p.Status.Phase == corev1.PodRunning && podIsReady(p) == ready && p.Status.PodIP != "" {
 		return
 	}
-	_ = k.write(ctx, p, ready) // the next event of the pod, or the harness, retries
+	_, _ = k.write(ctx, p, ready) // the next event of the pod, or the harness, retries
 }
 
 func podIsReady(p *corev1.Pod) bool {
@@ -153,8 +217,9 @@ func podIsReady(p *corev1.Pod) bool {
 	return false
 }
 
-// write patches the status (a strategic merge: the scheduler's condition stays).
-func (k *Kubelet) write(ctx context.Context, p *corev1.Pod, ready bool) error {
+// write patches the status (a strategic merge: the scheduler's condition
+// stays) and returns the resourceVersion it made.
+func (k *Kubelet) write(ctx context.Context, p *corev1.Pod, ready bool) (string, error) {
 	now := metav1.Now()
 	cond := corev1.ConditionFalse
 	if ready {
@@ -177,15 +242,16 @@ func (k *Kubelet) write(ctx context.Context, p *corev1.Pod, ready bool) error {
 	}
 	b, err := json.Marshal(map[string]any{"status": status})
 	if err != nil {
-		return err
+		return "", err
 	}
 	cctx, cancel := context.WithTimeout(ctx, kube.DefaultCallTimeout)
 	defer cancel()
-	_, err = k.Client.CoreV1().Pods(k.Namespace).Patch(cctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status")
-	if err == nil {
-		k.Writes.Add(1)
+	out, err := k.Client.CoreV1().Pods(k.Namespace).Patch(cctx, p.Name, types.StrategicMergePatchType, b, metav1.PatchOptions{}, "status")
+	if err != nil {
+		return "", err
 	}
-	return err
+	k.Writes.Add(1)
+	return out.ResourceVersion, nil
 }
 
 // podIP is a stable address in 10.200.0.0/16 for a pod (nothing dials it:

@@ -3,6 +3,7 @@ package scale
 import (
 	"context"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,7 +39,7 @@ func TestKubeletWritesReadyThenHoldsDown(t *testing.T) {
 	if n := k.Writes.Load(); n != 1 {
 		t.Errorf("%d writes, want 1", n)
 	}
-	if err := k.Down(ctx, "rs-0000-0", true); err != nil {
+	if _, err := k.Down(ctx, "rs-0000-0", true); err != nil {
 		t.Fatal(err)
 	}
 	p, _ = kc.CoreV1().Pods("db").Get(ctx, "rs-0000-0", metav1.GetOptions{})
@@ -49,11 +50,38 @@ func TestKubeletWritesReadyThenHoldsDown(t *testing.T) {
 	if n := k.Writes.Load(); n != 2 {
 		t.Errorf("%d writes, want 2", n)
 	}
-	if err := k.Down(ctx, "rs-0000-0", false); err != nil {
+	if _, err := k.Down(ctx, "rs-0000-0", false); err != nil {
 		t.Fatal(err)
 	}
 	p, _ = kc.CoreV1().Pods("db").Get(ctx, "rs-0000-0", metav1.GetOptions{})
 	if !podIsReady(p) {
 		t.Fatalf("let up but not Ready: %+v", p.Status)
+	}
+}
+
+func TestKubeletSeesTheVersionItWrote(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	kc := fake.NewClientset(memberPod("rs-0000-0"))
+	k := &Kubelet{Client: kc, Namespace: "db"}
+	go k.Run(ctx)
+	// A write made before the watch started is never seen: write again
+	// until one is (the fake's watch does not replay).
+	var rv string
+	for i := 0; ; i++ {
+		if i == 60 {
+			t.Fatal("the watch never saw a version the kubelet wrote")
+		}
+		k.Track("rs-0000-0")
+		var err error
+		if rv, err = k.Down(ctx, "rs-0000-0", i%2 == 0); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := k.Seen(ctx, "rs-0000-0", rv, time.Second); ok {
+			break
+		}
+	}
+	if _, ok := k.Seen(ctx, "rs-0000-0", rv, time.Second); ok {
+		t.Error("a pod no longer tracked was seen")
 	}
 }

@@ -30,6 +30,10 @@ type Result struct {
 	Kill     Reaction `json:"kill"`
 	Spec     Reaction `json:"spec"`
 	WriteP50 float64  `json:"faultWriteP50Ms"`
+	// KillDelivery is, for the kills, from the write's answer to the
+	// harness's own watch of the pods seeing it: the API server's share
+	// of a kill's reaction, the same for both rows.
+	KillDelivery Reaction `json:"killDelivery"`
 	// Observe is how long one World.Observe took in the steady window,
 	// ObserveUnderFaults during the member kills.
 	Observe            Reaction `json:"observe"`
@@ -118,8 +122,8 @@ func ReadResults(r io.Reader) ([]Result, error) {
 // Table writes the results as one markdown table, a row per result.
 func Table(w io.Writer, rs []Result) error {
 	var b strings.Builder
-	b.WriteString("| row | N | Healthy after (s) | kill reaction p50 / p99 / max (ms) | spec reaction p50 / p99 / max (ms) | API reads / writes / log appends per cluster·min | mongod cmds per cluster·min | CPU ms per cluster·min (cores) | heap KiB per cluster | RSS MiB | observe p50 / p99 (ms), steady; under kills |\n")
-	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("| row | N | Healthy after (s) | kill reaction p50 / p99 / max (ms) | spec reaction p50 / p99 / max (ms) | API reads / writes / log appends per cluster·min | mongod cmds per cluster·min | CPU ms per cluster·min (cores) | heap KiB per cluster | RSS MiB | observe p50 / p99 (ms), steady; under kills | kill delivered to a watch p50 / p99 (ms) |\n")
+	b.WriteString("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, r := range rs {
 		healthy := fmt.Sprintf("%.1f", r.ToHealthy)
 		if r.Healthy < r.N {
@@ -129,13 +133,25 @@ func Table(w io.Writer, rs []Result) error {
 		if r.QPS != OperatorQPS {
 			row += fmt.Sprintf(" (qps %.0f)", r.QPS)
 		}
-		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s / %s | %s | %s (%.2f) | %.1f | %.0f | %s / %s; %s / %s |\n",
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s / %s / %s | %s | %s (%.2f) | %.1f | %.0f | %s / %s; %s / %s | %s |\n",
 			row, r.N, healthy, reaction(r.Kill), reaction(r.Spec),
 			num(r.Reads), num(r.Writes), num(r.Appends), num(r.Commands), num(r.CPU), r.CPUCores, r.Heap, r.RSS,
-			num(r.Observe.P50), num(r.Observe.P99), num(r.ObserveUnderFaults.P50), num(r.ObserveUnderFaults.P99))
+			num(r.Observe.P50), num(r.Observe.P99), num(r.ObserveUnderFaults.P50), num(r.ObserveUnderFaults.P99), delivery(r.KillDelivery))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// delivery is "—" for results from before it was measured.
+func delivery(r Reaction) string {
+	if r.Samples == 0 && r.Missed == 0 {
+		return "—"
+	}
+	s := num(r.P50) + " / " + num(r.P99)
+	if r.Missed > 0 {
+		s += fmt.Sprintf(" (%d not seen)", r.Missed)
+	}
+	return s
 }
 
 func reaction(r Reaction) string {

@@ -86,11 +86,14 @@ func TestMgorsRowOnFakes(t *testing.T) {
 	if n := h.waitHealthy(ctx, 2, 2*time.Minute); n != 2 {
 		t.Fatalf("%d of 2 clusters Healthy", n)
 	}
-	f := faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters,
+	f := &faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters,
 		c: Config{Faults: 2, Spacing: 0, Wait: time.Minute, Log: zerolog.Nop()}}
 	reactions, missed, _ := f.run(ctx, f.kill)
 	if len(reactions) != 2 || missed != 0 {
 		t.Errorf("kill: %d reactions, %d missed", len(reactions), missed)
+	}
+	if seen, not := f.deliveries(); len(seen) != 2 || not != 0 {
+		t.Errorf("kill: the harness's watch saw %d, missed %d, want 2 and 0", len(seen), not)
 	}
 	if n := h.waitHealthy(ctx, 2, 2*time.Minute); n != 2 {
 		t.Fatalf("after the kill: %d of 2 clusters Healthy", n)

@@ -131,11 +131,12 @@ func Run(ctx context.Context, base *rest.Config, c Config) (Result, error) {
 	}
 	res.RSS = rssMiB()
 
-	f := faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters, c: c}
+	f := &faults{h: h, env: env, members: members, kubelet: kubelet, clusters: clusters, c: c}
 	stopProfile := startCPUProfile(c.CPUProfile, c.Log)
 	kills, killMissed, writes := f.run(ctx, f.kill)
 	stopProfile()
 	res.Kill = Summarise(kills, killMissed)
+	res.KillDelivery = Summarise(f.deliveries())
 	res.ObserveUnderFaults = Summarise(env.Observations.Take(), 0)
 	h.waitHealthy(ctx, c.N, c.HealthyWait)
 	specs, specMissed, specWrites := f.run(ctx, f.spec)
