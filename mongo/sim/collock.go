@@ -25,7 +25,11 @@ import (
 // for the journal and publish the new cluster time. Its documents are then
 // applied under the collection's lock alone, after logMu: the entries are
 // only queued (the journal's publish needs n.mu exclusively, so it waits
-// for the apply), and reads of the collection wait for its lock.
+// for the apply), and reads of the collection wait for its lock. That
+// publish is also why a write's acknowledgement, which waits for the flush,
+// waits for the writes in progress on other collections, and why, n.mu
+// preferring a waiting exclusive holder, a long write to one collection
+// holds back new writes and reads of the others once one waits.
 //
 // What else a shared-hold write touches has its own guard: the collections
 // map is only read (created and dropped under n.mu exclusively); the
