@@ -46,12 +46,11 @@ func (c *conn) cmdInsert(req *Request) (bson.D, error) {
 		ordered = b
 	}
 	out, err := func() (bson.D, error) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		w, e := n.writeCtxLocked(req)
+		w, unlock, e := n.beginWrite(req, db, coll)
 		if e != nil {
 			return nil, e
 		}
+		defer unlock()
 		var writeErrors bson.A
 		inserted := 0
 		var ops []opSpec
@@ -170,12 +169,11 @@ func (c *conn) cmdUpdate(req *Request) (bson.D, error) {
 	}
 	let, _ := req.Body.Lookup("let").DocumentOK()
 	out, err := func() (bson.D, error) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		w, e := n.writeCtxLocked(req)
+		w, unlock, e := n.beginWrite(req, db, coll)
 		if e != nil {
 			return nil, e
 		}
+		defer unlock()
 		var matched, modified int32
 		upserted := bson.A{}
 		var writeErrors bson.A
@@ -316,12 +314,11 @@ func (c *conn) cmdDelete(req *Request) (bson.D, error) {
 		return nil, cerr(14, "%v", err)
 	}
 	out, err := func() (bson.D, error) {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		w, e := n.writeCtxLocked(req)
+		w, unlock, e := n.beginWrite(req, db, coll)
 		if e != nil {
 			return nil, e
 		}
+		defer unlock()
 		var removed int32
 		for i := 0; i < len(dels); i++ {
 			d := dels[i]

@@ -3,6 +3,7 @@ package sim
 import (
 	"sort"
 	"strings"
+	"sync"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -11,6 +12,11 @@ import (
 // index key (so _id 1 and 1.0 are one document, as in mongod's _id index),
 // and its secondary indexes.
 type Collection struct {
+	// mu is the collection's lock: a write holding n.mu shared holds it
+	// exclusively, a read holding n.mu shared holds it shared; taken after
+	// n.mu, never two at once (collock.go). Under n.mu exclusively it is
+	// not needed.
+	mu      sync.RWMutex
 	docs    map[string]*record
 	order   []string // _id keys in insertion order; "" where removed
 	dead    int      // removed slots in order
@@ -32,6 +38,10 @@ type Data struct {
 	// retryable write and whether its latest transaction committed, so a
 	// retry (e.g. after a failover) is answered, not applied twice.
 	sessions map[string]*sessionRecord
+	// sessMu guards sessions and the records in it: writes to different
+	// collections record their statements at once (collock.go). Taken
+	// under n.mu and a collection's lock; nothing is taken under it.
+	sessMu sync.Mutex
 	// authzGen changes with every write to admin.system.users/roles
 	// (a fresh value from the global authzGen), so cached privileges are
 	// re-resolved after it.

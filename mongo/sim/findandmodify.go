@@ -39,12 +39,11 @@ func (c *conn) cmdFindAndModify(req *Request) (bson.D, error) {
 	var doc bson.Raw
 	var lastErr bson.D
 	err := func() error {
-		n.mu.Lock()
-		defer n.mu.Unlock()
-		w, e := n.writeCtxLocked(req)
+		w, unlock, e := n.beginWrite(req, db, coll)
 		if e != nil {
 			return e
 		}
+		defer unlock()
 		if r, ok := w.done(0); ok {
 			doc, lastErr = retriedFindAndModify(r, returnNew)
 			return nil

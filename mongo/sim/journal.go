@@ -10,8 +10,9 @@ import (
 
 // The journal: group commit of the oplog.
 //
-// A write appends its entries under n.mu (timestamps assigned there, so the
-// oplog order is the commit order) and applies them to the documents at
+// A write appends its entries under n.mu, or under n.mu shared plus logMu
+// for a write to one user collection (collock.go), timestamps assigned
+// there, so the oplog order is the commit order, and applies them to the documents at
 // once, as mongod makes a write visible before its journal flush; the
 // entries wait in n.pending. A flush writes every pending entry in one bbolt
 // transaction (one fsync) without n.mu, so hello, heartbeats and other
@@ -66,8 +67,18 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 	if err := n.data.CheckWrites(ops); err != nil {
 		return OpTime{}, err
 	}
+	entries := n.entriesLocked(ops, time.Now())
+	for _, e := range entries {
+		n.data.Apply(e)
+	}
+	n.appendLocked(entries)
+	return entries[len(entries)-1].OpTime(), nil
+}
+
+// entriesLocked gives ops their timestamps, in order, and makes them oplog
+// entries. The caller holds n.mu exclusively, or shared plus logMu.
+func (n *Node) entriesLocked(ops []opSpec, now time.Time) []OplogEntry {
 	entries := make([]OplogEntry, 0, len(ops))
-	now := time.Now()
 	for _, op := range ops {
 		ot := OpTime{TS: n.nextTSLocked(), T: n.term}
 		if n.cfg.ReplSet == "" {
@@ -85,11 +96,7 @@ func (n *Node) writeOplogLocked(ops []opSpec, internal bool) (OpTime, error) {
 		}
 		entries = append(entries, NewOplogEntry(ot, op.op, op.ns, op.o, op.o2, now, extra...))
 	}
-	for _, e := range entries {
-		n.data.Apply(e)
-	}
-	n.appendLocked(entries)
-	return entries[len(entries)-1].OpTime(), nil
+	return entries
 }
 
 // appendLocked queues entries already applied to the documents for the
@@ -117,14 +124,17 @@ func (n *Node) lastAppendedLocked() OpTime {
 func (n *Node) flush() error {
 	n.flushMu.Lock()
 	defer n.flushMu.Unlock()
-	n.mu.Lock()
+	n.mu.RLock()
+	n.logMu.Lock()
 	batch, err := n.pending, n.journalErr
-	n.mu.Unlock()
+	n.logMu.Unlock()
+	n.mu.RUnlock()
 	if err != nil || len(batch) == 0 {
 		return err
 	}
 	// Only this flush removes entries from n.pending, so the batch stays its
-	// prefix while the lock is released.
+	// prefix while the lock is released. Writers holding n.mu shared append
+	// under logMu in timestamp order, so the batch is in timestamp order.
 	err = n.store.AppendOplog(batch)
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -155,9 +165,11 @@ func (n *Node) flush() error {
 // disk, flushing them itself when no flush is under way.
 func (n *Node) waitDurable(seq uint64) error {
 	for {
-		n.mu.Lock()
+		n.mu.RLock()
+		n.logMu.Lock()
 		done, err := n.durableSeq >= seq, n.journalErr
-		n.mu.Unlock()
+		n.logMu.Unlock()
+		n.mu.RUnlock()
 		if done {
 			return nil
 		}
@@ -172,9 +184,11 @@ func (n *Node) waitDurable(seq uint64) error {
 
 // syncJournal waits until every entry appended so far is durable.
 func (n *Node) syncJournal() error {
-	n.mu.Lock()
+	n.mu.RLock()
+	n.logMu.Lock()
 	seq := n.appendSeq
-	n.mu.Unlock()
+	n.logMu.Unlock()
+	n.mu.RUnlock()
 	return n.waitDurable(seq)
 }
 

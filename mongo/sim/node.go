@@ -55,6 +55,8 @@ type Node struct {
 
 	// mu guards the replica-set state, the documents and the oplog; its
 	// Unlock publishes view (replview.go), what hello and heartbeats read.
+	// A write to one user collection holds it shared, with the
+	// collection's own lock and logMu (collock.go).
 	mu         nodeMu
 	view       atomic.Pointer[replView]
 	hbSeq      atomic.Uint64 // numbers heartbeat outcomes (hbResult.seq)
@@ -92,12 +94,23 @@ type Node struct {
 	committed *Data
 	commitIdx int
 	oplogCh   chan struct{}
-	lastTS    bson.Timestamp
+	lastTS    bson.Timestamp // logMu's, see there
 	rbid      int32
 	cap       oplogCap
 	isync     *initialSyncState // the running initial sync, if any
 	stale     staleState        // too-stale sync sources and maintenance mode
 
+	// logMu guards lastTS and the journal's queue (pending, appendSeq,
+	// durableSeq, journalErr) for the writes that hold n.mu shared
+	// (collock.go): they change them under n.mu shared plus logMu, so
+	// they are read or changed under n.mu exclusive, or under n.mu (either
+	// mode) plus logMu. Order: after n.mu and after a collection's lock;
+	// nothing is taken under it.
+	logMu sync.Mutex
+	// applyHook, for tests, runs in a write holding n.mu shared, under
+	// its collection's lock, between queueing its entries and applying
+	// them (collock.go); set before the node serves.
+	applyHook func(ns string)
 	// the journal (journal.go): entries applied but not yet on disk, and
 	// counts of the entries ever appended and ever made durable
 	pending     []OplogEntry

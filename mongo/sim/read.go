@@ -52,8 +52,9 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	if e := n.awaitReadConcern(req, rc); e != nil {
 		return nil, bson.Timestamp{}, e
 	}
-	// A read takes the lock shared: reads never wait for one another,
-	// only for a write's hold (which applies documents).
+	// A read takes the lock shared, then its collection's lock shared
+	// (collock.go): reads never wait for one another, only for a write to
+	// their collection or an exclusive hold.
 	n.mu.RLock()
 	var docs []bson.Raw
 	var at bson.Timestamp
@@ -61,11 +62,13 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 	case db == "local" && coll == "oplog.rs":
 		// as mongod's oplog, entries are visible once written, before the
 		// journal's flush (fetching members get only durable ones)
+		n.logMu.Lock() // writes to collections queue entries meanwhile
 		for _, entries := range [][]OplogEntry{n.oplog, n.pending} {
 			for _, e := range entries {
 				docs = append(docs, e.Raw)
 			}
 		}
+		n.logMu.Unlock()
 	case db == "local" && coll == "system.replset":
 		if n.rs != nil {
 			docs = append(docs, n.rs.Raw())
@@ -76,7 +79,14 @@ func (n *Node) matchingAt(req *Request, db, coll string, filter bson.Raw) ([]bso
 			n.mu.RUnlock()
 			return nil, ts, e
 		}
-		found, err := view.Coll(db, coll, false).Find(filter)
+		c := view.Coll(db, coll, false)
+		if c != nil {
+			c.mu.RLock()
+		}
+		found, err := c.Find(filter)
+		if c != nil {
+			c.mu.RUnlock()
+		}
 		if err != nil {
 			n.mu.RUnlock()
 			return nil, ts, asCmdError(err)

@@ -157,7 +157,7 @@ func (n *Node) readViewLocked(req *Request, rc readConcern) (*Data, bson.Timesta
 		return t.snap, t.readTS, nil
 	}
 	if n.cfg.ReplSet == "" {
-		return n.data, n.lastTS, nil
+		return n.data, n.lastTSLocked(), nil
 	}
 	switch rc.level {
 	case "majority":
@@ -190,7 +190,15 @@ func (n *Node) readViewLocked(req *Request, rc readConcern) (*Data, bson.Timesta
 		}
 		return view, rc.at, nil
 	}
-	return n.data, n.lastTS, nil
+	return n.data, n.lastTSLocked(), nil
+}
+
+// lastTSLocked reads lastTS under n.mu, held in either mode: writes to
+// collections advance it under n.mu shared plus logMu (collock.go).
+func (n *Node) lastTSLocked() bson.Timestamp {
+	n.logMu.Lock()
+	defer n.logMu.Unlock()
+	return n.lastTS
 }
 
 // awaitLinearizable makes a linearizable read wait until a no-op written

@@ -36,6 +36,8 @@ func (d *Data) recordSession(e OplogEntry, pre, post bson.Raw) {
 	if e.Session == "" {
 		return
 	}
+	d.sessMu.Lock()
+	defer d.sessMu.Unlock()
 	r := d.sessions[e.Session]
 	if r == nil || r.txnNumber < e.TxnNumber {
 		r = &sessionRecord{txnNumber: e.TxnNumber, stmts: map[int32]stmtRecord{}}
@@ -67,7 +69,20 @@ func (d *Data) recordSession(e OplogEntry, pre, post bson.Raw) {
 }
 
 // session returns the record of a session, or nil.
-func (d *Data) session(key string) *sessionRecord { return d.sessions[key] }
+func (d *Data) session(key string) *sessionRecord {
+	d.sessMu.Lock()
+	defer d.sessMu.Unlock()
+	return d.sessions[key]
+}
+
+// stmt returns statement id's outcome in r, read under sessMu (a record
+// changes while writes to other collections run).
+func (d *Data) stmt(r *sessionRecord, id int32) (stmtRecord, bool) {
+	d.sessMu.Lock()
+	defer d.sessMu.Unlock()
+	s, ok := r.stmts[id]
+	return s, ok
+}
 
 // doc is the record as a checkpoint keeps it (Dump), under session key k.
 func (r *sessionRecord) doc(k string) bson.D {

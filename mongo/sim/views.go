@@ -28,8 +28,8 @@ func (n *Node) viewDefLocked(db, name string) bson.Raw {
 
 // isView reports whether db.name is a view.
 func (n *Node) isView(db, name string) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	n.mu.RLock() // system.views changes under n.mu exclusively
+	defer n.mu.RUnlock()
 	return n.viewDefLocked(db, name) != nil
 }
 

@@ -33,9 +33,9 @@ func (n *Node) parseWriteConcern(req *Request) writeConcern {
 	if wc, ok := n.defaultsDoc().Lookup("defaultWriteConcern").DocumentOK(); ok {
 		out = decodeWriteConcern(wc, "customDefault")
 	} else {
-		n.mu.Lock()
+		n.mu.RLock() // the config changes under n.mu exclusively
 		w := n.implicitDefaultWLocked()
-		n.mu.Unlock()
+		n.mu.RUnlock()
 		out = writeConcern{w: w, doc: bson.D{{Key: "w", Value: w}, {Key: "wtimeout", Value: int32(0)}}, provenance: "implicitDefault"}
 	}
 	if v, ok := numberOK(client.Lookup("wtimeout")); ok && given {
@@ -134,10 +134,12 @@ func (n *Node) awaitWriteConcern(req *Request) bson.D {
 	}
 	// Every acknowledged write is on our disk first (the journal's group
 	// commit), whatever w and j say.
-	n.mu.Lock()
+	n.mu.RLock()
+	n.logMu.Lock()
 	seq := n.appendSeq
 	target := n.lastAppendedLocked()
-	n.mu.Unlock()
+	n.logMu.Unlock()
+	n.mu.RUnlock()
 	if err := n.waitDurable(seq); err != nil {
 		return bson.D{{Key: "code", Value: int32(11600)}, {Key: "codeName", Value: codeName(11600)}, {Key: "errmsg", Value: "interrupted at shutdown"}}
 	}
@@ -211,8 +213,11 @@ const defaultsID = "ReadWriteConcernDefaults"
 
 // defaultsDoc returns the defaults set by setDefaultRWConcern, or nil.
 func (n *Node) defaultsDoc() bson.Raw {
-	n.mu.Lock()
-	defer n.mu.Unlock()
+	// config.* is written under n.mu exclusively only (collock.go), so
+	// every write's concern and every read's is parsed beside the writes
+	// that hold n.mu shared
+	n.mu.RLock()
+	defer n.mu.RUnlock()
 	return n.data.Coll("config", "settings", false).Get(defaultsIDValue)
 }
 

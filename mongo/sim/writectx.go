@@ -7,8 +7,10 @@ import (
 
 // writeCtx is one write command's view of the data and where its writes
 // go: the oplog, or the buffer of a multi-document transaction. A write
-// command holds n.mu from its first read to its last write, so no other
-// write comes in between (mongod's document-level atomicity).
+// command holds its collection's lock (with n.mu shared) or n.mu
+// exclusively from its first read to its last write (beginWrite), so no
+// other write to its collection comes in between (mongod's
+// document-level atomicity).
 type writeCtx struct {
 	n      *Node
 	txn    *transaction   // the multi-document transaction, if any
@@ -17,6 +19,10 @@ type writeCtx struct {
 	record *sessionRecord // what the oplog holds of this retryable write
 	// deadline is the command's maxTimeMS, for waits on transactions
 	deadline time.Time
+	// coll is the collection ns whose lock the write holds, with n.mu
+	// shared (collock.go); nil under n.mu exclusively
+	coll *Collection
+	ns   string
 }
 
 func (n *Node) writeCtxLocked(req *Request) (*writeCtx, *CmdError) {
@@ -57,8 +63,7 @@ func (w *writeCtx) done(i int) (stmtRecord, bool) {
 	if w.record == nil {
 		return stmtRecord{}, false
 	}
-	r, ok := w.record.stmts[w.base+int32(i)]
-	return r, ok
+	return w.n.data.stmt(w.record, w.base+int32(i))
 }
 
 // write logs and applies ops as one oplog batch (one fsync), or buffers
@@ -72,6 +77,9 @@ func (w *writeCtx) write(ops []opSpec) error {
 	}
 	for i := range ops {
 		ops[i].txn = w.retry
+	}
+	if w.coll != nil {
+		return w.n.writeCollLocked(w.ns, ops)
 	}
 	_, err := w.n.writeOplogLocked(ops, false)
 	return err
