@@ -6,23 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
-
-// standaloneNode is a standalone member made but not started (writes
-// flush the journal themselves); its store closed when the test ends.
-func standaloneNode(t *testing.T) (*Node, *conn) {
-	t.Helper()
-	cfg := DefaultConfig()
-	cfg.DBPath = t.TempDir()
-	n, err := NewNode(cfg, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.store.Close() })
-	return n, &conn{n: n, nc: nopConn{}, id: 1, local: true}
-}
 
 func insertCmd(coll string, docs ...bson.D) *Request {
 	a := bson.A{}
@@ -107,7 +92,7 @@ func count(t *testing.T, n *Node, coll string) int {
 // it; a second write to a and a read of a wait for the held one and see
 // it once it ends.
 func TestWriteToOtherCollectionDoesNotWait(t *testing.T) {
-	n, c := standaloneNode(t)
+	n, c := standaloneConn(t)
 	// the first write to a collection creates it under n.mu exclusively
 	run(t, "create a", c.cmdInsert, insertCmd("a", bson.D{{Key: "_id", Value: 0}}))
 	run(t, "create b", c.cmdInsert, insertCmd("b", bson.D{{Key: "_id", Value: 0}}))
@@ -175,7 +160,7 @@ func batchOf(t *testing.T, out bson.D) []bson.Raw {
 // every $inc counts, racing upserts insert once, every insert lands, and
 // the journal holds every entry once, in strictly increasing timestamps.
 func TestConcurrentWritesToCollections(t *testing.T) {
-	n, c := standaloneNode(t)
+	n, c := standaloneConn(t)
 	const colls, incs, inserts = 4, 50, 25
 	for i := range colls {
 		run(t, "create", c.cmdInsert, insertCmd(fmt.Sprint("c", i), bson.D{{Key: "_id", Value: "n"}, {Key: "n", Value: 0}}))
