@@ -26,7 +26,8 @@ type faults struct {
 
 	mu sync.Mutex
 	// delivered are, for the kills, how long after the write's answer the
-	// harness's own watch of the pods saw it (seen is false: never within the wait).
+	// harness's own watch of the pods saw it; undelivered counts the kills
+	// it did not see within the wait.
 	delivered   []time.Duration
 	undelivered int
 }
